@@ -3,7 +3,7 @@
 
 The ragbook benchmark uses the official Python documentation (PSF licence) as a
 real-world corpus.  This script turns the Sphinx HTML shipped in Debian's
-``python3.X-doc`` package into one record per *section*, and derives labelled
+``python3.X-doc`` package into one record per *section* (see Records), and derives labelled
 retrieval queries from the FAQ pages (heading = question, section body = gold
 answer).
 
@@ -21,6 +21,22 @@ Only the Python standard library is used (the ``.deb`` is read with a small
 The build is deterministic: rerunning on the same package gives byte-identical
 outputs.
 
+Records
+-------
+A record is either a Sphinx *heading section* (``<section id=...>``, or the
+older ``<div class="section" id=...>``) or -- unless ``--no-split-objects`` --
+an *API object description* (``<dl class="py function">``, ``c function``,
+``std envvar`` ...: one function, class, method, attribute, C macro, command
+line option, ...).  Objects are split out because the 3.11 documentation has
+only ~3,330 heading sections in the pages used, and many of them are
+whole API references of thousands of words (``library/functions`` is one
+11,000-word section).  An object record has the object's anchor as id
+(``library/functions#abs``), its first signature as heading (``abs(x)``), the
+enclosing headings plus the signature as path, and its description as text;
+an object shorter than ``--min-words`` (or without an anchor) is not split out
+but stays inline in its parent's text (signature paragraph, then description),
+so no text is lost to the split.
+
 Outputs (in ``--out``):
 
 ``sections.jsonl.gz``
@@ -32,10 +48,11 @@ Outputs (in ``--out``):
          "path": ["Built-in Functions"],     # heading path, page title first
          "text": "..."}                      # the section's OWN body text
 
-    ``text`` is the body directly under the heading: nested subsections, the
-    heading itself, local tables of contents (``nav.contents``, toctrees),
-    permalink anchors ("¶") and page chrome (sidebar, related bars, footer)
-    are excluded.  Paragraphs (and list items, table rows, signatures, ...) are
+    ``text`` is the body directly under the heading: nested subsections
+    (and split-out object descriptions), the heading itself, local tables of
+    contents (``nav.contents``, toctrees), permalink anchors ("¶") and page
+    chrome (sidebar, related bars, footer) are excluded.  Ordered list items
+    are numbered ("1. ", "a. ").  Paragraphs (and list items, table rows, signatures, ...) are
     separated by a blank line; ``<pre>`` blocks are kept verbatim; inline
     markup (``<code>``, links, emphasis) becomes plain text with whitespace
     collapsed.  List items are prefixed with ``- ``, table cells are joined by
@@ -68,9 +85,12 @@ Outputs (in ``--out``):
     statistics, and SHA-256 digests of the generated files.
 
 ``faq_spans.jsonl`` is *hand-written* (short verbatim answer spans picked by
-reading each FAQ answer); this script never writes it, but if it exists it is
-validated: every ``answer`` must be an exact substring of its gold section's
-``text`` and be 1-25 words long.  A failing check makes the script exit 1.
+reading each FAQ answer): ``{"faq_id", "answer", "answer_start"}``.  This
+script never writes it, but if it exists it is validated: every ``answer``
+must be an exact substring of its gold section's ``text``, 1-25 words long,
+and ``answer_start`` must equal ``text.find(answer)`` (the first occurrence,
+which was checked by hand to be the intended one).  A failing check makes the
+script exit 1.
 """
 
 from __future__ import annotations
@@ -103,6 +123,7 @@ SKIP_PAGES = {
     "index",         # the docs start page: links only
     "license",       # goes to LICENSE, not into the corpus
     "copyright",
+    "download",      # "Download Python X.Y Documentation": archive links
 }
 #: Path prefixes skipped entirely: the release notes ("What's New" and the
 #: changelog live under whatsnew/) and Sphinx's internal folders.
@@ -555,14 +576,13 @@ def page_text(html_bytes: bytes) -> str:
 
     def walk(sec, level):
         if sec.heading:
-            out.append(sec.heading)
-            out.append(("=" if level == 0 else "-") * len(sec.heading))
+            out.append(sec.heading + "\n" + ("=" if level == 0 else "-") * len(sec.heading))
         out.extend(sec.paras)
         for ch in sec.children:
             walk(ch, level + 1)
     for top in root.children:
         walk(top, 0)
-    return "\n\n".join(out).replace("\n=", "\n=").strip() + "\n"
+    return "\n\n".join(out).strip() + "\n"
 
 
 def word_stats(counts):
@@ -577,6 +597,7 @@ def word_stats(counts):
 
 def build(files: dict[str, bytes], min_words: int, split_objects: bool = True):
     sections, faq_candidates, dropped = [], [], 0
+    kinds: dict[str, int] = {}
     for rel in sorted(files):
         if not wanted(rel):
             continue
@@ -593,6 +614,7 @@ def build(files: dict[str, bytes], min_words: int, split_objects: bool = True):
             if not s["heading"]:
                 dropped += 1
                 continue
+            kinds[s["kind"]] = kinds.get(s["kind"], 0) + 1
             sections.append({
                 "id": f"{file}#{s['anchor']}", "file": file,
                 "heading": s["heading"], "path": s["path"], "text": s["text"],
@@ -600,7 +622,7 @@ def build(files: dict[str, bytes], min_words: int, split_objects: bool = True):
     sections.sort(key=lambda r: r["id"])
     ids = [r["id"] for r in sections]
     assert len(ids) == len(set(ids)), "duplicate section ids"
-    return sections, faq_candidates, dropped
+    return sections, faq_candidates, dropped, kinds
 
 
 def make_faq(faq_candidates, sections):
@@ -658,10 +680,14 @@ def check_spans(path: Path, queries, sections):
         if len(secs) != 1:
             errors.append(f"line {ln}: {fid} does not resolve to one section")
             continue
-        if not isinstance(ans, str) or ans != ans.strip() or ans not in secs[0]["text"]:
+        text = secs[0]["text"]
+        if not isinstance(ans, str) or ans != ans.strip() or ans not in text:
             errors.append(f"line {ln}: {fid}: answer is not a verbatim substring: {ans!r}")
         elif not 1 <= len(ans.split()) <= 25:
             errors.append(f"line {ln}: {fid}: answer has {len(ans.split())} words")
+        elif "answer_start" in rec and rec["answer_start"] != text.find(ans):
+            errors.append(f"line {ln}: {fid}: answer_start {rec['answer_start']} != "
+                          f"{text.find(ans)} (first occurrence)")
     return n, errors
 
 
@@ -683,7 +709,8 @@ def main(argv=None):
     src.add_argument("--deb", type=Path, help="python3.X-doc .deb file")
     src.add_argument("--html-dir", type=Path,
                      help="extracted usr/share/doc/python3.X/html directory")
-    ap.add_argument("--out", type=Path, default=Path("data/pydocs"))
+    ap.add_argument("--out", type=Path, default=Path("data/pydocs"),
+                    help="output directory (default %(default)s)")
     ap.add_argument("--min-words", type=int, default=MIN_WORDS,
                     help="drop sections with fewer words (default %(default)s)")
     ap.add_argument("--no-split-objects", dest="split_objects", action="store_false",
@@ -702,7 +729,7 @@ def main(argv=None):
         files = read_html_dir(args.html_dir)
         source = {"html_dir": str(args.html_dir)}
 
-    sections, faq_candidates, dropped = build(files, args.min_words, args.split_objects)
+    sections, faq_candidates, dropped, kinds = build(files, args.min_words, args.split_objects)
     if len(sections) < args.min_sections:
         raise SystemExit(f"only {len(sections)} sections (< {args.min_sections})")
     queries = make_faq(faq_candidates, sections)
@@ -732,18 +759,28 @@ def main(argv=None):
         "split_objects": args.split_objects,
         "min_words": args.min_words,
         "sections": len(sections),
+        "sections_by_kind": dict(sorted(kinds.items())),
+        "sections_under_min_words_kept_as_faq_gold": sum(
+            len(r["text"].split()) < args.min_words for r in sections),
         "sections_dropped_short_or_untitled": dropped,
         "pages": len({r["file"] for r in sections}),
         "words": stats,
         "faq_queries": len(queries),
         "faq_splits": splits,
         "faq_with_parent": sum("parent" in q for q in queries),
+        "faq_by_file": {f: sum(q["file"] == f for q in queries)
+                        for f in sorted({q["file"] for q in queries})},
     }
     rc = 0
     spans_path = out / "faq_spans.jsonl"
     if spans_path.exists():
         n, errors = check_spans(spans_path, queries, sections)
         info["faq_spans"] = n
+        split_of = {q["id"]: q["split"] for q in queries}
+        ids = [json.loads(l)["faq_id"] for l in spans_path.read_text(encoding="utf-8").splitlines()
+               if l.strip()]
+        info["faq_spans_splits"] = {sp: sum(split_of.get(i) == sp for i in ids)
+                                    for sp in ("train", "test")}
         for e in errors:
             print("SPAN ERROR:", e, file=sys.stderr)
         if errors:

@@ -1,0 +1,263 @@
+"""Graded exercises: ``check("name", your_function)`` runs a named exercise's cases against
+your function and prints, for the first case that fails, the input, what was expected,
+what you returned, and a hint. It never raises, so a notebook keeps running.
+
+Expected values come from the ``ragbook`` implementation of the same idea: the package is
+the answer key. Each exercise is a small function here that yields cases.
+
+The first line of every report has a fixed shape that tools read::
+
+    [check] window_count: PASSED (6/6 cases)
+    [check] window_count: FAILED (case 3 of 6)
+    [check] window_count: NOT IMPLEMENTED (replace `raise NotImplementedError` ...)
+"""
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+__all__ = ["check", "Case", "EXERCISES"]
+
+
+@dataclass
+class Case:
+    """One call of the learner's function: ``args`` in, ``expected`` out (compared with
+    ``compare``), or a ``verify(result) -> error message | None`` for property checks."""
+
+    args: tuple
+    expected: Any = None
+    verify: Callable[[Any], str | None] | None = None
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Exercise:
+    name: str
+    hint: str
+    cases: Callable[[], Iterator[Case]]
+    tolerance: float = 1e-6
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(name: str, hint: str, tolerance: float = 1e-6):
+    def register(fn: Callable[[], Iterator[Case]]):
+        EXERCISES[name] = Exercise(name, hint, fn, tolerance)
+        return fn
+    return register
+
+
+def _same(got, expected, tol: float) -> bool:
+    if isinstance(expected, (float, np.floating)) or isinstance(got, (float, np.floating)):
+        try:
+            return math.isclose(float(got), float(expected), rel_tol=tol, abs_tol=tol)
+        except (TypeError, ValueError):
+            return False
+    if isinstance(expected, np.ndarray):
+        got = np.asarray(got)
+        return got.shape == expected.shape and np.allclose(got, expected, atol=tol)
+    if isinstance(expected, (list, tuple)):
+        return (isinstance(got, (list, tuple)) and len(got) == len(expected)
+                and all(_same(g, e, tol) for g, e in zip(got, expected)))
+    return got == expected
+
+
+def _show(value, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def check(name: str, fn: Callable) -> bool:
+    """Run exercise ``name`` against ``fn``; print feedback; return True when all cases pass."""
+    if name not in EXERCISES:
+        print(f"[check] {name}: UNKNOWN exercise; known ones: {', '.join(sorted(EXERCISES))}")
+        return False
+    ex = EXERCISES[name]
+    cases = list(ex.cases())
+    for n, case in enumerate(cases, 1):
+        call = ", ".join([_show(a, 80) for a in case.args] +
+                         [f"{k}={_show(v, 80)}" for k, v in case.kwargs.items()])
+        try:
+            got = fn(*case.args, **case.kwargs)
+        except NotImplementedError:
+            print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
+                  f"with your code)\n  hint: {ex.hint}")
+            return False
+        except Exception as err:  # the learner's bug: show it as feedback, not a crash
+            tb = traceback.format_exception_only(type(err), err)[-1].strip()
+            print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
+                  f"  raised:   {tb}\n  hint:     {ex.hint}")
+            return False
+        problem = case.verify(got) if case.verify else (
+            None if _same(got, case.expected, ex.tolerance)
+            else f"expected: {_show(case.expected)}\n  got:      {_show(got)}")
+        if problem:
+            print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
+                  f"  {problem}\n  hint:     {ex.hint}")
+            return False
+    print(f"[check] {name}: PASSED ({len(cases)}/{len(cases)} cases)")
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 0: the cost arithmetic
+from . import cost as _cost  # noqa: E402
+
+_WORKLOADS = [_cost.Workload(), _cost.Workload(corpus_docs=1_000, tokens_per_doc=300),
+              _cost.Workload(corpus_docs=50_000, tokens_per_doc=1_200, price_per_million=0.5,
+                             parallelism=64, k=8),
+              _cost.Workload(corpus_docs=7, parallelism=3, k=2)]
+
+
+@exercise("naive_tokens", "every question sends every document: docs x tokens per doc")
+def _():
+    for w in _WORKLOADS:
+        yield Case((w.corpus_docs, w.tokens_per_doc), _cost.naive(w).input_tokens)
+
+
+@exercise("naive_dollars", "tokens / 1,000,000 x price per million")
+def _():
+    for w in _WORKLOADS:
+        yield Case((w.corpus_docs, w.tokens_per_doc, w.price_per_million), _cost.naive(w).dollars)
+
+
+@exercise("parallel_latency",
+          "calls run in waves of `parallelism`; a last, partial wave still takes a full call "
+          "(math.ceil)")
+def _():
+    for w in _WORKLOADS:
+        yield Case((w.corpus_docs, w.parallelism, w.call_latency_s), _cost.naive(w).latency_parallel_s)
+
+
+@exercise("cost_of_k", "the reader reads k documents once: k x tokens per doc x price / 1e6")
+def _():
+    for w in _WORKLOADS:
+        for k in (1, w.k, min(w.corpus_docs, 20)):
+            w2 = _cost.Workload(corpus_docs=w.corpus_docs, tokens_per_doc=w.tokens_per_doc,
+                                price_per_million=w.price_per_million, k=k)
+            yield Case((k, w.tokens_per_doc, w.price_per_million), _cost.retriever_reader(w2).dollars)
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 1: chunking
+from . import chunking as _chunking  # noqa: E402
+
+_WINDOWS = [(100_000, 500, 0), (100_000, 500, 100), (100_000, 500, 250), (500, 500, 50),
+            (501, 500, 50), (120, 500, 0), (0, 10, 2), (1_000, 100, 99)]
+
+
+@exercise("window_count",
+          "one window if it all fits; otherwise the first window covers `size` and every "
+          "further one adds a stride (size - overlap): ceil((total - size) / stride) + 1")
+def _():
+    for args in _WINDOWS:
+        yield Case(args, _chunking.window_count(*args))
+
+
+@exercise("rough_window_count", "ceil(total / stride), with stride = size - overlap")
+def _():
+    for args in _WINDOWS:
+        yield Case(args, _chunking.rough_window_count(*args))
+
+
+@exercise("sliding_windows",
+          "start at 0, step by the stride, stop after the window that reaches n_tokens; "
+          "the last window ends exactly at n_tokens")
+def _():
+    for n, size, overlap in _WINDOWS[3:] + [(10, 4, 1), (9, 3, 0)]:
+        yield Case((n, size, overlap), [tuple(w) for w in _chunking.sliding_windows(n, size, overlap)],
+                   verify=None)
+
+
+_SPLIT_TEXTS = [
+    "Refunds take 5 to 10 business days. They go back to the original card.\n\n"
+    "Enterprise annual contracts carry a 14-day refund window measured from the invoice "
+    "date. Monthly plans carry 30 days.",
+    "Short.",
+    "One two three four five six seven eight nine ten eleven twelve thirteen fourteen.",
+    "# Title\n\nA first paragraph that is long enough to need splitting into more than one "
+    "piece of text.\n\nA second paragraph.\n\nA third one, with a sentence. And another.",
+]
+
+
+def _verify_split(text: str, size: int):
+    def verify(result) -> str | None:
+        try:
+            spans = [(int(s), int(e)) for s, e in result]
+        except Exception:
+            return f"expected a list of (start, end) pairs, got {_show(result)}"
+        if not spans:
+            return "got no chunks for a non-empty text"
+        for s, e in spans:
+            piece = text[s:e]
+            if len(piece) > size:
+                return f"chunk {(s, e)} is {len(piece)} characters, more than size={size}: {piece!r}"
+            if piece != piece.strip() or not piece:
+                return f"chunk {(s, e)} = {piece!r} starts or ends with whitespace (or is empty)"
+            if (s > 0 and not text[s - 1].isspace()) or (e < len(text) and not text[e].isspace()):
+                return f"chunk {(s, e)} = {piece!r} cuts a word in two"
+        covered = set()
+        for s, e in spans:
+            covered.update(range(s, e))
+        missing = [i for i, ch in enumerate(text) if not ch.isspace() and i not in covered]
+        if missing:
+            return f"characters from offset {missing[0]} are in no chunk: {text[missing[0]:missing[0] + 30]!r}"
+        if [s for s, _ in spans] != sorted(s for s, _ in spans):
+            return "chunks are not in document order"
+        return None
+    return verify
+
+
+@exercise("split_with_offsets",
+          "cut at the last paragraph break that fits, else the last sentence end, else the last "
+          "space; return (start, end) offsets so text[start:end] is the chunk, whitespace trimmed")
+def _():
+    for text in _SPLIT_TEXTS:
+        for size in (40, 80, 200):
+            yield Case((text, size), verify=_verify_split(text, size))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 2: similarity
+from . import similarity as _sim  # noqa: E402
+
+_rng = np.random.default_rng(7)
+_VECS = [(np.array([3.0, 4.0]), np.array([4.0, 3.0])), (np.array([1.0, 0.0]), np.array([0.0, 2.0])),
+         (np.array([1.0, 2.0, 3.0]), np.array([-1.0, -2.0, -3.0]))] + \
+        [(_rng.normal(size=16), _rng.normal(size=16)) for _ in range(3)]
+
+
+@exercise("cosine", "dot product divided by the product of the two lengths (np.linalg.norm)")
+def _():
+    for a, b in _VECS:
+        yield Case((a, b), _sim.cosine(a, b))
+
+
+@exercise("normalise", "divide the vector by its length; leave an all-zero vector as it is")
+def _():
+    for a, _b in _VECS + [(np.zeros(3), None)]:
+        yield Case((a,), _sim.normalise(a))
+
+
+@exercise("distance_from_cosine",
+          "for unit vectors |a - b|^2 = 2 - 2 cos(a, b); take the square root")
+def _():
+    for c in (0.9, 0.5, 1.0, 0.0, -1.0, 0.25):
+        yield Case((c,), math.sqrt(2 - 2 * c))
+
+
+@exercise("top_k_by_inner_product",
+          "normalise the documents and the query, take the inner products, and return the "
+          "indices of the k largest, best first (np.argsort on the negated scores)")
+def _():
+    for seed, k in ((0, 3), (1, 5), (2, 1)):
+        r = np.random.default_rng(seed)
+        q, docs = r.normal(size=8) * 3, r.normal(size=(20, 8)) * r.uniform(0.1, 5, size=(20, 1))
+        expected = [int(i) for i in np.argsort(-_sim.cosine(q[None], docs)[0])[:k]]
+        yield Case((q, docs, k), verify=lambda got, e=expected: None if [int(i) for i in got] == e
+                   else f"expected: {e}\n  got:      {_show(list(got))}")
