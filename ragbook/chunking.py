@@ -165,6 +165,9 @@ class RecursiveSplitter:
                                 metadata=dict(doc.metadata)))
             if end >= end_of_text:
                 break
+            if not text[end].isspace():  # an overlong word was cut: go on from the cut
+                start = end
+                continue
             start = self._next_start(start, end, word_starts, measure)
         return chunks
 

@@ -93,9 +93,13 @@ def check(name: str, fn: Callable) -> bool:
             print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
                   f"  raised:   {tb}\n  hint:     {ex.hint}")
             return False
-        problem = case.verify(got) if case.verify else (
-            None if _same(got, case.expected, ex.tolerance)
-            else f"expected: {_show(case.expected)}\n  got:      {_show(got)}")
+        try:
+            problem = case.verify(got) if case.verify else (
+                None if _same(got, case.expected, ex.tolerance)
+                else f"expected: {_show(case.expected)}\n  got:      {_show(got)}")
+        except Exception as err:  # a result of the wrong kind (None, an array, ...): feedback too
+            problem = (f"got:      {_show(got)}, which could not be checked "
+                       f"({type(err).__name__}: {err})")
         if problem:
             print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
                   f"  {problem}\n  hint:     {ex.hint}")

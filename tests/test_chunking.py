@@ -1,0 +1,117 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragbook.chunking import (RecursiveSplitter, count_tokens, coverage_gaps, index_premium,
+                              rough_window_count, sliding_windows, window_count)
+from ragbook.datasets import load_helpcentre
+from ragbook.types import Document
+
+
+@pytest.mark.parametrize("overlap,exact,rough", [(0, 200, 200), (100, 250, 250), (250, 399, 400)])
+def test_overlap_arithmetic_chapter1(overlap, exact, rough):
+    assert window_count(100_000, 500, overlap) == exact
+    assert rough_window_count(100_000, 500, overlap) == rough
+    assert len(sliding_windows(100_000, 500, overlap)) == exact
+
+
+def test_index_premium():
+    assert index_premium(250, 200) == pytest.approx(0.25)
+
+
+@given(n=st.integers(0, 5000), size=st.integers(1, 600), data=st.data())
+def test_formula_equals_real_windows(n, size, data):
+    overlap = data.draw(st.integers(0, size - 1))
+    windows = sliding_windows(n, size, overlap)
+    assert len(windows) == window_count(n, size, overlap)
+    if windows:
+        assert windows[0][0] == 0 and windows[-1][1] == n
+        assert all(e - s <= size for s, e in windows)
+
+
+@pytest.mark.parametrize("size,overlap", [(0, 0), (10, 10), (10, -1)])
+def test_bad_windows_explain_the_constraint(size, overlap):
+    with pytest.raises(ValueError, match="size"):
+        window_count(100, size, overlap)
+
+
+WORDS = st.sampled_from("refund window invoice the a of enterprise plan console render "
+                        "ERR_CONN_4021 port 8883 annual contracts 14-day measured".split())
+SENTENCE = st.lists(WORDS, min_size=1, max_size=25).map(lambda ws: " ".join(ws) + ".")
+PARAGRAPH = st.lists(SENTENCE, min_size=1, max_size=6).map(" ".join)
+TEXT = st.lists(PARAGRAPH, min_size=1, max_size=6).map("\n\n".join)
+
+
+def check_split(doc, chunks, splitter, measure):
+    assert chunks, "a non-empty document gives at least one chunk"
+    assert coverage_gaps(doc, chunks) == []
+    for prev, c in zip([None] + chunks, chunks):
+        assert c.text == doc.text[c.start:c.end]
+        assert c.id == f"{doc.id}:{c.start}-{c.end}"
+        assert measure(c.text) <= splitter.size
+        assert c.text == c.text.strip()
+        # never mid-word: a chunk starts and ends at whitespace or the text's edge
+        assert c.start == 0 or doc.text[c.start - 1].isspace()
+        assert c.end == len(doc.text) or doc.text[c.end].isspace()
+        if prev is not None:
+            assert c.start > prev.start
+            shared = max(0, prev.end - c.start)
+            assert measure(doc.text[c.start:c.start + shared].strip()) <= splitter.overlap
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT, size=st.integers(20, 200), data=st.data())
+def test_every_chunk_is_a_true_substring_in_chars(text, size, data):
+    overlap = data.draw(st.integers(0, size // 2))
+    doc = Document(id="doc", text=text)
+    splitter = RecursiveSplitter(size=size, overlap=overlap, length="chars")
+    check_split(doc, splitter.split(doc), splitter, len)
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=TEXT, size=st.integers(16, 64), data=st.data())
+def test_token_sizes_are_a_guarantee(text, size, data):
+    overlap = data.draw(st.integers(0, size // 2))
+    doc = Document(id="doc", text=text)
+    splitter = RecursiveSplitter(size=size, overlap=overlap, length="tokens")
+    check_split(doc, splitter.split(doc), splitter, count_tokens)
+
+
+def test_real_help_centre_pages_split_cleanly():
+    hc = load_helpcentre()
+    splitter = RecursiveSplitter(size=128, overlap=16)
+    for doc in hc.documents[:40]:
+        check_split(doc, splitter.split(doc), splitter, count_tokens)
+
+
+def test_overlap_is_used_when_asked():
+    doc = load_helpcentre().documents[0]
+    without = RecursiveSplitter(size=64, overlap=0).split(doc)
+    with_ = RecursiveSplitter(size=64, overlap=16).split(doc)
+    assert all(b.start >= a.end for a, b in zip(without, without[1:]))
+    assert any(b.start < a.end for a, b in zip(with_, with_[1:]))
+    assert len(with_) > len(without)
+
+
+def test_ids_are_deterministic():
+    doc = load_helpcentre().documents[3]
+    a = RecursiveSplitter(size=50, overlap=10).split(doc)
+    b = RecursiveSplitter(size=50, overlap=10).split(doc)
+    assert [c.id for c in a] == [c.id for c in b]
+
+
+def test_metadata_travels_with_chunks():
+    doc = Document(id="d", text="Alpha beta. Gamma delta.", metadata={"department": "billing"})
+    assert all(c.metadata["department"] == "billing"
+               for c in RecursiveSplitter(size=3, overlap=0).split(doc))
+
+
+def test_an_overlong_word_is_cut_to_the_size():
+    doc = Document(id="d", text="see https://example.com/" + "x" * 60 + " now")
+    chunks = RecursiveSplitter(size=20, overlap=0, length="chars").split(doc)
+    assert all(len(c.text) <= 20 for c in chunks) and coverage_gaps(doc, chunks) == []
+
+
+def test_bad_length_is_explained():
+    with pytest.raises(ValueError, match="length must be 'tokens', 'chars'"):
+        RecursiveSplitter(size=10, overlap=0, length="words").split(Document(id="d", text="x y"))
