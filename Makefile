@@ -39,9 +39,11 @@ test: setup
 test-fast: setup
 	$(PYTEST) tests -m "not slow"
 
-# Regenerate each notebook's .ipynb from its paired .py (jupytext percent format).
+# Sync each notebook and solution with its paired .py source (jupytext percent format,
+# cell ids kept), then regenerate exercises/ from solutions/.
 notebooks: setup
-	$(VENV)/bin/jupytext --sync notebooks/*.py
+	$(VENV)/bin/jupytext --sync notebooks/*.py solutions/*.py
+	$(PY) tools/make_exercises.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -132,8 +132,10 @@ class RecursiveSplitter:
     """Split documents into chunks of at most ``size`` (in ``length`` units), consecutive
     chunks sharing up to ``overlap`` units, cutting at paragraphs, then sentences, then words.
 
-    The one exception to "never mid-word": a single word longer than ``size`` on its own
-    (a long URL with ``length="chars"``) is cut at the size, because the size is a guarantee.
+    Overlap is a ceiling, met as closely as word boundaries allow, with one more rule: the
+    next chunk starts past the middle of the current one, so each chunk adds at least half
+    new text. The one exception to "never mid-word": a single word longer than ``size`` on
+    its own (a long URL with ``length="chars"``) is cut at the size, since size is a guarantee.
 
     >>> doc = Document(id="d", text="One two three. Four five six.\\n\\nSeven eight nine.")
     >>> [c.text for c in RecursiveSplitter(size=20, overlap=0, length="chars").split(doc)]
@@ -202,8 +204,10 @@ class RecursiveSplitter:
         nxt = word_starts[after] if after < len(word_starts) else end
         if self.overlap == 0:
             return nxt
-        # the earliest word start inside the chunk whose tail fits in the overlap budget
-        j = bisect.bisect_right(word_starts, start)
+        # the earliest word start inside the chunk whose tail fits in the overlap budget,
+        # but past the chunk's middle: every chunk brings at least half new text, so a big
+        # overlap on short, structure-cut chunks cannot multiply the index without bound
+        j = bisect.bisect_right(word_starts, start + (end - start) // 2)
         k = bisect.bisect_left(word_starts, end)
         candidates = word_starts[j:k]
         lo, hi, best = 0, len(candidates) - 1, None

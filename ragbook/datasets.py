@@ -62,6 +62,12 @@ class Question:
     condensed: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def standalone(self) -> str:
+        """The question as a retriever should see it: a follow-up's condensed rewrite,
+        else the text itself (chapter 9 shows what happens without condensation)."""
+        return self.condensed or self.text
+
 
 @dataclass(frozen=True, eq=False)
 class LabelledSet:

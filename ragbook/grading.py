@@ -13,6 +13,7 @@ The first line of every report has a fixed shape that tools read::
 """
 from __future__ import annotations
 
+import copy
 import math
 import traceback
 from dataclasses import dataclass, field
@@ -83,10 +84,11 @@ def check(name: str, fn: Callable) -> bool:
         call = ", ".join([_show(a, 80) for a in case.args] +
                          [f"{k}={_show(v, 80)}" for k, v in case.kwargs.items()])
         try:
-            got = fn(*case.args, **case.kwargs)
+            # copies: a function that edits its input in place must not change later cases
+            got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
         except NotImplementedError:
             print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
-                  f"with your code)\n  hint: {ex.hint}")
+                  f"with your code; its message is a first hint)")
             return False
         except Exception as err:  # the learner's bug: show it as feedback, not a crash
             tb = traceback.format_exception_only(type(err), err)[-1].strip()
@@ -156,8 +158,8 @@ _WINDOWS = [(100_000, 500, 0), (100_000, 500, 100), (100_000, 500, 250), (500, 5
 
 
 @exercise("window_count",
-          "one window if it all fits; otherwise the first window covers `size` and every "
-          "further one adds a stride (size - overlap): ceil((total - size) / stride) + 1")
+          "no text, no window; one window if it all fits; otherwise count how many strides "
+          "(size - overlap) the remaining total - size needs, rounding up, plus the first window")
 def _():
     for args in _WINDOWS:
         yield Case(args, _chunking.window_count(*args))
@@ -256,8 +258,8 @@ def _():
 
 
 @exercise("top_k_by_inner_product",
-          "normalise the documents and the query, take the inner products, and return the "
-          "indices of the k largest, best first (np.argsort on the negated scores)")
+          "once every vector has length 1 the inner product is the cosine; then you need the "
+          "positions of the k largest scores, best first")
 def _():
     for seed, k in ((0, 3), (1, 5), (2, 1)):
         r = np.random.default_rng(seed)

@@ -61,6 +61,7 @@ def exercise_of(path: Path) -> str:
         cell["source"] = [l + "\n" for l in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         cell.get("metadata", {}).pop("execution", None)
     nb.setdefault("metadata", {}).pop("widgets", None)
+    nb["metadata"].pop("jupytext", None)  # an exercise is not paired with a .py source
     return json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 

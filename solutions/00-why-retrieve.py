@@ -1,0 +1,154 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Why retrieve at all — exercises
+#
+# A support team has about 12,000 resolved tickets of ~800 tokens each. The naive design sends
+# every ticket to the LLM for every question. Here you write the four lines of arithmetic that
+# show why that design cannot work. Then you price the alternative: retrieve a handful of
+# candidates, and have the LLM read only those.
+#
+# Nothing here needs a model, only multiplication and one `ceil`. The point is to know these
+# numbers well enough to redo them for your own corpus. Every design decision later in the book
+# (how many candidates to read, how big a chunk is) goes back to this bill.
+#
+# Each exercise is a function for you to complete. The cell below it runs
+# `check(name, function)`, which calls your function on several inputs and compares the results
+# with `ragbook.cost`. If a case fails, it shows you the input, the expected value and what you
+# returned.
+
+# %%
+import math
+
+from ragbook.grading import check
+
+# %% [markdown]
+# ## 1. Tokens per question, naive design
+#
+# **Task.** `naive_tokens(corpus_docs, tokens_per_doc)` returns how many input tokens a single
+# question costs when every document in the corpus goes to the LLM (an `int`).
+#
+# **Example.** `naive_tokens(12_000, 800)` → `9600000`
+#
+# The count scales with the size of the corpus, not with the question. A corpus that doubles
+# doubles the cost of *every* question, including the easy ones.
+
+# %%
+def naive_tokens(corpus_docs, tokens_per_doc):
+    """Input tokens one question costs when the LLM reads every document."""
+    ### BEGIN SOLUTION hint: how many documents does one question send, and how long is each?
+    return corpus_docs * tokens_per_doc
+    ### END SOLUTION
+
+
+# %%
+check("naive_tokens", naive_tokens)
+
+# %% [markdown]
+# ## 2. Dollars per question, naive design
+#
+# **Task.** `naive_dollars(corpus_docs, tokens_per_doc, price_per_million)` returns what one
+# question costs in dollars (a `float`). Prices are quoted per million input tokens.
+#
+# **Example.** `naive_dollars(12_000, 800, 3.0)` → `28.8`
+#
+# That's \$28.80 to answer one agent's question once. A team asking a few hundred questions a
+# day would spend more on this than on the agents' salaries.
+
+# %%
+def naive_dollars(corpus_docs, tokens_per_doc, price_per_million):
+    """Dollars one question costs when the LLM reads every document."""
+    ### BEGIN SOLUTION hint: first count the tokens, then mind the unit the price is quoted in
+    tokens = corpus_docs * tokens_per_doc
+    return tokens / 1_000_000 * price_per_million
+    ### END SOLUTION
+
+
+# %%
+check("naive_dollars", naive_dollars)
+
+# %% [markdown]
+# ## 3. Latency with parallel calls
+#
+# One call per document, one after another: 12,000 × 0.6 s = 7,200 s, which is two hours. So you
+# send the calls in parallel, `parallelism` at a time. They run in *waves*, and each wave lasts
+# one call.
+#
+# **Task.** `parallel_latency(corpus_docs, parallelism, call_latency_s)` returns the seconds
+# until the last answer comes back (a `float`).
+#
+# **Examples.** `parallel_latency(12_000, 50, 0.6)` → `144.0` (240 waves, about 2.4 minutes);
+# `parallel_latency(101, 50, 1.0)` → `3.0`
+#
+# Why 3 and not 2.02? The 101st call has to wait until a slot frees up. It then takes a whole call
+# to return, however few calls share its wave. So a partial last wave costs as much as a full
+# one. Even 144 s assumes a provider that lets you keep 50 requests in flight, and rate limits
+# usually won't.
+
+# %%
+def parallel_latency(corpus_docs, parallelism, call_latency_s):
+    """Seconds until all `corpus_docs` calls return, `parallelism` of them at a time."""
+    ### BEGIN SOLUTION hint: count the waves first; can a wave be a fraction of a call long?
+    waves = math.ceil(corpus_docs / parallelism)
+    return waves * call_latency_s
+    ### END SOLUTION
+
+
+# %%
+check("parallel_latency", parallel_latency)
+
+# %% [markdown]
+# ## 4. The retriever–reader bill
+#
+# A retriever (a vector search: ~30 ms and close to \$0) picks `k` candidate documents. One reader
+# call reads them. The bill now depends on `k`, not on the corpus.
+#
+# **Task.** `cost_of_k(k, tokens_per_doc, price_per_million)` returns the dollars the reader
+# call costs for one question (a `float`). Count only the documents' tokens, as the naive
+# design did.
+#
+# **Example.** `cost_of_k(5, 800, 3.0)` → `0.012`
+#
+# Reading 5 documents where the naive design read 12,000 cuts the pile by 12,000 / 5 = 2,400×,
+# and cuts the bill by the same factor. The price is a new job: the retriever must get the right
+# ticket into those 5. It is judged by *recall* (is the answer anywhere in the pile?), because
+# nothing downstream can recover a document that was never retrieved.
+
+# %%
+def cost_of_k(k, tokens_per_doc, price_per_million):
+    """Dollars one reader call costs when it reads the `k` retrieved documents."""
+    ### BEGIN SOLUTION hint: the same arithmetic as the naive bill, over a much smaller pile
+    return k * tokens_per_doc / 1_000_000 * price_per_million
+    ### END SOLUTION
+
+
+# %%
+check("cost_of_k", cost_of_k)
+
+# %% [markdown]
+# ## Try it (ungraded)
+#
+# Change the workload and see how the gap moves. Grow the corpus tenfold, or read 20 candidates
+# instead of 5. The naive bill follows the corpus and the retriever–reader bill follows `k`.
+
+# %%
+corpus_docs, tokens_per_doc, price, k = 12_000, 800, 3.0, 5
+try:
+    naive = naive_dollars(corpus_docs, tokens_per_doc, price)
+    read = cost_of_k(k, tokens_per_doc, price)
+    print(f"naive ${naive:,.2f} per question, retrieve-then-read ${read:,.4f}: "
+          f"{naive / read:,.0f}x cheaper")
+    print(f"naive latency with 50 in flight: {parallel_latency(corpus_docs, 50, 0.6):,.0f} s")
+except NotImplementedError:
+    print("complete the exercises above first")
