@@ -54,12 +54,12 @@ def cost_explorer():
 
     d = cost.Workload()
     sliders = dict(
-        corpus_docs=W.IntSlider(d.corpus_docs, 1_000, 200_000, 1_000, description="documents"),
-        tokens_per_doc=W.IntSlider(d.tokens_per_doc, 100, 4_000, 100, description="tokens/doc"),
-        price_per_million=W.FloatSlider(d.price_per_million, 0.1, 15, 0.1, description="$ / M tok"),
-        call_latency_s=W.FloatSlider(d.call_latency_s, 0.1, 5, 0.1, description="s / call"),
-        parallelism=W.IntSlider(d.parallelism, 1, 500, 1, description="parallel"),
-        k=W.IntSlider(d.k, 1, 50, 1, description="k"),
+        corpus_docs=W.IntSlider(value=d.corpus_docs, min=1_000, max=200_000, step=1_000, description="documents"),
+        tokens_per_doc=W.IntSlider(value=d.tokens_per_doc, min=100, max=4_000, step=100, description="tokens/doc"),
+        price_per_million=W.FloatSlider(value=d.price_per_million, min=0.1, max=15, step=0.1, description="$ / M tok"),
+        call_latency_s=W.FloatSlider(value=d.call_latency_s, min=0.1, max=5, step=0.1, description="s / call"),
+        parallelism=W.IntSlider(value=d.parallelism, min=1, max=500, step=1, description="parallel"),
+        k=W.IntSlider(value=d.k, min=1, max=50, step=1, description="k"),
     )
     out = W.Output()
 
@@ -175,8 +175,8 @@ def similarity_playground():
     spec = {"query": (30, 1.0), "A": (40, 0.6), "B": (80, 3.0), "C": (10, 1.5)}
     controls = {}
     for name, (ang, ln) in spec.items():
-        controls[f"{name}_angle"] = W.IntSlider(ang, 0, 180, 5, description=f"{name} angle")
-        controls[f"{name}_length"] = W.FloatSlider(ln, 0.1, 4, 0.1, description=f"{name} length")
+        controls[f"{name}_angle"] = W.IntSlider(value=ang, min=0, max=180, step=5, description=f"{name} angle")
+        controls[f"{name}_length"] = W.FloatSlider(value=ln, min=0.1, max=4, step=0.1, description=f"{name} length")
     out = W.Output()
 
     def show(**v):

@@ -1,0 +1,32 @@
+"""Notebook hygiene: each .ipynb matches its paired .py source, stores no outputs, and
+holds no machine paths. (nbval runs the notebooks themselves: see the Makefile.)"""
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRED = sorted(p for folder in ("notebooks", "solutions") for p in (ROOT / folder).glob("*.ipynb"))
+
+
+def sources(nb):
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+@pytest.mark.parametrize("path", PAIRED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_ipynb_matches_its_py_source(path):
+    py = path.with_suffix(".py")
+    assert py.exists(), f"{path.name} has no paired {py.name}; run `make notebooks`"
+    assert sources(nbformat.read(path, as_version=4)) == sources(jupytext.read(py)), (
+        f"{path.name} and {py.name} differ; edit the .py and run `make notebooks`")
+
+
+@pytest.mark.parametrize("path", PAIRED + sorted((ROOT / "exercises").glob("*.ipynb")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_outputs_and_no_machine_paths(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name}: outputs are stored; clear them"
+        assert "/root/" not in cell.source and "/home/" not in cell.source and "/work/" not in cell.source
