@@ -17,12 +17,15 @@ the run without relevant documents in ``qrels`` are ignored, as in trec_eval and
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping, Sequence
+import random
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .types import Hit
 
 __all__ = ["Qrels", "Run", "ranking", "recall_at_k", "hit_at_k", "reciprocal_rank",
-           "ndcg_at_k", "evaluate", "per_query", "run_from_hits", "METRICS"]
+           "ndcg_at_k", "evaluate", "per_query", "run_from_hits", "retrieve_run", "METRICS",
+           "bootstrap_ci", "paired_bootstrap", "paired_randomization_test", "compare_runs",
+           "format_table"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Run = Mapping[str, Mapping[str, float]]
@@ -114,3 +117,89 @@ def run_from_hits(results: Mapping[str, Sequence[Hit]], level: str = "doc") -> d
                 scores[key] = float(len(hits) - h.rank + 1)
         run[q] = scores
     return run
+
+
+def retrieve_run(retriever, questions, k: int = 10, level: str = "doc", **search_kwargs) -> dict[str, dict[str, float]]:
+    """Run ``retriever.search`` for each ``(query_id, text)`` pair and collect a run."""
+    return run_from_hits({qid: retriever.search(text, k=k, **search_kwargs) for qid, text in questions},
+                         level=level)
+
+
+# -- uncertainty ---------------------------------------------------------------------------
+
+def _resample_means(values: Sequence[float], n: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    m = len(values)
+    return sorted(sum(values[rng.randrange(m)] for _ in range(m)) / m for _ in range(n))
+
+
+def bootstrap_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): a percentile bootstrap interval for the mean of per-query values
+    (Efron & Tibshirani, 1993). Resamples queries with replacement ``n`` times."""
+    values = list(values)
+    if not values:
+        raise ValueError("no values to bootstrap")
+    means = _resample_means(values, n, seed)
+    lo, hi = means[int(alpha / 2 * n)], means[min(n - 1, int((1 - alpha / 2) * n))]
+    return sum(values) / len(values), lo, hi
+
+
+def _paired(a: Mapping[str, float], b: Mapping[str, float]) -> list[float]:
+    if set(a) != set(b):
+        raise ValueError("paired comparisons need the same queries in both runs' per-query values")
+    return [b[q] - a[q] for q in sorted(a)]
+
+
+def paired_bootstrap(a: Mapping[str, float], b: Mapping[str, float], n: int = 2000,
+                     alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+    """(mean difference b − a, low, high) over the same queries, resampled together."""
+    return bootstrap_ci(_paired(a, b), n=n, alpha=alpha, seed=seed)
+
+
+def paired_randomization_test(a: Mapping[str, float], b: Mapping[str, float], n: int = 10_000,
+                              seed: int = 0) -> float:
+    """Two-sided p-value that systems a and b are exchangeable: flip the sign of each
+    query's difference at random and count how often the mean is as extreme
+    (Fisher's randomization test; recommended for IR by Smucker, Allan & Carterette, 2007)."""
+    diffs = _paired(a, b)
+    observed = abs(sum(diffs))
+    rng = random.Random(seed)
+    hits = sum(abs(sum(d if rng.random() < 0.5 else -d for d in diffs)) >= observed - 1e-12
+               for _ in range(n))
+    return (hits + 1) / (n + 1)
+
+
+def compare_runs(qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str],
+                 baseline: str | None = None, n: int = 2000, seed: int = 0) -> list[dict]:
+    """One row per run: each metric's mean with a 95% bootstrap CI, and, when ``baseline``
+    names a run, the paired difference to it with its CI and randomization p-value."""
+    rows = []
+    for name, run in runs.items():
+        row: dict[str, Any] = {"run": name}
+        for m in metrics:
+            vals = per_query(qrels, run, m)
+            row[m] = bootstrap_ci(list(vals.values()), n=n, seed=seed)
+            if baseline is not None and name != baseline:
+                base = per_query(qrels, runs[baseline], m)
+                row[f"Δ{m}"] = paired_bootstrap(base, vals, n=n, seed=seed)
+                row[f"p({m})"] = paired_randomization_test(base, vals, n=n * 2, seed=seed)
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Render ``compare_runs`` rows as aligned text: ``0.812 [0.75, 0.87]``."""
+    cols = [c for c in rows[0] if c != "run"]
+    cols += [c for r in rows for c in r if c not in cols and c != "run"]
+
+    def cell(col, v):
+        if isinstance(v, tuple):
+            fmt = "{:+.3f}" if col.startswith("Δ") else "{:.3f}"
+            return f"{fmt.format(v[0])} [{fmt.format(v[1])}, {fmt.format(v[2])}]"
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    table = [["run"] + cols] + [[str(r["run"])] + [cell(c, r[c]) if c in r else "" for c in cols]
+                                for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in table)

@@ -1,0 +1,110 @@
+from fractions import Fraction
+
+import pytest
+
+from ragbook import Encoder
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre, load_pydocs
+from ragbook.dense import DenseIndex
+from ragbook.evaluate import (bootstrap_ci, compare_runs, evaluate, format_table, ndcg_at_k,
+                              paired_bootstrap, paired_randomization_test, per_query, ranking,
+                              retrieve_run)
+
+# chapter 4's worked example: first correct answer at ranks 1, 3, 2, not found, 1
+QRELS = {f"q{i}": {"gold": 1} for i in range(1, 6)}
+RUN = {"q1": {"gold": 5, "a": 4},
+       "q2": {"a": 5, "b": 4, "gold": 3},
+       "q3": {"a": 5, "gold": 4},
+       "q4": {"a": 5, "b": 4, "c": 3},
+       "q5": {"gold": 5}}
+
+
+def test_worked_example_exactly():
+    rr = per_query(QRELS, RUN, "mrr@10")
+    assert [Fraction(v).limit_denominator(10) for v in rr.values()] == [1, Fraction(1, 3), Fraction(1, 2), 0, 1]
+    assert Fraction(evaluate(QRELS, RUN, "mrr@10")).limit_denominator(100) == Fraction(17, 30)  # 2.833/5
+    assert Fraction(evaluate(QRELS, RUN, "recall@5")).limit_denominator(100) == Fraction(4, 5)
+
+
+def test_recall_and_hit_differ_with_two_relevant_documents():
+    qrels, run = {"q": {"a": 1, "b": 1}}, {"q": {"a": 3, "x": 2, "b": 1}}
+    assert evaluate(qrels, run, ["recall@2", "hit@2"]) == {"recall@2": 0.5, "hit@2": 1.0}
+
+
+def test_ndcg_by_hand():
+    # relevant at ranks 2 and 3 of 3; ideal puts them at 1 and 2
+    dcg = 1 / Fraction(1).__float__() * 0 + 1 / 1.584962500721156 + 1 / 2.0
+    idcg = 1 / 1.0 + 1 / 1.584962500721156
+    assert ndcg_at_k({"a": 1, "b": 1}, ["x", "a", "b"], 10) == pytest.approx(dcg / idcg)
+
+
+def test_ties_break_by_doc_id():
+    assert ranking({"b": 1.0, "a": 1.0, "c": 2.0}) == ["c", "a", "b"]
+
+
+def test_missing_query_scores_zero_and_unjudged_queries_are_ignored():
+    assert evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1}, "zz": {"a": 1}}, "hit@1") == 0.5
+
+
+def test_bad_metric_names_say_the_format():
+    with pytest.raises(ValueError, match="NAME@K"):
+        evaluate(QRELS, RUN, "precision@5")
+    with pytest.raises(ValueError, match="NAME@K"):
+        evaluate(QRELS, RUN, "recall@0")
+
+
+def test_bootstrap_interval_brackets_the_mean_and_is_deterministic():
+    values = [1.0] * 30 + [0.0] * 20
+    mean, lo, hi = bootstrap_ci(values, seed=1)
+    assert mean == 0.6 and lo < mean < hi and (lo, hi) == bootstrap_ci(values, seed=1)[1:]
+    assert 0.4 < lo and hi < 0.8
+
+
+def test_paired_tests_see_a_real_difference_and_no_difference():
+    a = {f"q{i}": 0.0 for i in range(40)}
+    b = {f"q{i}": 1.0 if i < 30 else 0.0 for i in range(40)}
+    diff, lo, hi = paired_bootstrap(a, b)
+    assert diff == 0.75 and lo > 0
+    assert paired_randomization_test(a, b) < 0.001
+    assert paired_randomization_test(a, a) == 1.0
+
+
+@pytest.fixture(scope="module")
+def real_runs():
+    """Dense runs on both labelled sets (pydocs: FAQ answers plus 1,500 other sections)."""
+    hc = load_helpcentre()
+    index = DenseIndex(Encoder()).build(chunk_documents(hc.documents, size=256, overlap=32))
+    qs = [(q.id, q.standalone) for q in hc.split("dev") if q.gold]
+    runs = [(hc.qrels("dev"), retrieve_run(index, qs, k=20)),
+            (hc.qrels("dev"), retrieve_run(index, qs, k=20, level="chunk"))]
+    py = load_pydocs()
+    faq = [d for d in py.documents if d.metadata["file"].startswith("faq/")]
+    others = [d for d in py.documents if not d.metadata["file"].startswith("faq/")][::7][:1500]
+    pindex = DenseIndex(Encoder()).build(faq + others)
+    runs.append((py.qrels("test"), retrieve_run(pindex, [(q.id, q.text) for q in py.split("test")], k=20)))
+    return runs
+
+
+@pytest.mark.slow
+def test_metrics_agree_with_trec_eval(real_runs):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    measures = {"recall_5": "recall@5", "recall_10": "recall@10", "ndcg_cut_10": "ndcg@10",
+                "success_5": "hit@5"}
+    for qrels, run in real_runs:
+        trec = pytrec_eval.RelevanceEvaluator(qrels, set(measures) | {"recip_rank"}).evaluate(run)
+        for trec_name, ours in measures.items():
+            mine = per_query(qrels, run, ours)
+            for q, v in mine.items():
+                assert v == pytest.approx(trec[q][trec_name], abs=1e-9), (q, ours)
+        # trec_eval's recip_rank has no cutoff: compare on runs cut to their top 10
+        top10 = {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:10]) for q, d in run.items()}
+        trec10 = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)
+        for q, v in per_query(qrels, run, "mrr@10").items():
+            assert v == pytest.approx(trec10[q]["recip_rank"], abs=1e-9)
+
+
+def test_compare_runs_table():
+    rows = compare_runs(QRELS, {"a": RUN, "b": {q: {"gold": 1} for q in QRELS}}, ["mrr@10"], baseline="a")
+    assert rows[1]["Δmrr@10"][0] == pytest.approx(1 - 17 / 30)
+    text = format_table(rows)
+    assert "Δmrr@10" in text and text.splitlines()[1].startswith("a")

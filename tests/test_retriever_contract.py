@@ -1,0 +1,54 @@
+"""The retriever contract (DESIGN.md), checked for every retriever in the package:
+search(query, k, where) -> list[Hit] sorted by score, ranks from 1, never padded, k < 1 raises."""
+import pytest
+
+from ragbook import Encoder
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre
+from ragbook.dense import DenseIndex
+
+
+@pytest.fixture(scope="module")
+def chunks():
+    return chunk_documents(load_helpcentre().documents, size=256, overlap=32)
+
+
+def dense_flat(chunks):
+    return DenseIndex(Encoder()).build(chunks)
+
+
+def dense_hnsw(chunks):
+    return DenseIndex(Encoder(), kind="hnsw").build(chunks)
+
+
+RETRIEVERS = [dense_flat, dense_hnsw]
+
+
+@pytest.fixture(scope="module", params=RETRIEVERS, ids=lambda f: f.__name__)
+def retriever(request, chunks):
+    return request.param(chunks)
+
+
+@pytest.mark.parametrize("query", ["refund window for enterprise contracts", "ERR_CONN_4021",
+                                   "my dashboard is stuck loading"])
+def test_sorted_ranked_and_at_most_k(retriever, query):
+    hits = retriever.search(query, k=7)
+    assert 0 < len(hits) <= 7
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert len({h.id for h in hits}) == len(hits)
+
+
+def test_never_padded_and_filters_apply(retriever):
+    where = {"department": "community", "status": "current"}
+    hits = retriever.search("export tips", k=500, where=where)
+    n_community = len([c for c in retriever.items_ if c["metadata"]["department"] == "community"])
+    assert len(hits) == n_community
+    assert all(h.metadata["department"] == "community" for h in hits)
+    assert retriever.search("export tips", k=5, where={"department": "no-such-department"}) == []
+
+
+@pytest.mark.parametrize("k", [0, -1])
+def test_k_below_one_raises(retriever, k):
+    with pytest.raises(ValueError, match="k must be"):
+        retriever.search("refunds", k=k)
