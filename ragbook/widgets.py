@@ -4,6 +4,7 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``cost_explorer()``        -> ``cost_table(**settings)``            (chapter 0)
 * ``chunking_explorer(exp)`` -> ``ChunkingExperiment.stats(size, overlap)`` (chapter 1)
 * ``similarity_playground()``-> ``similarity_rankings(query, docs)``  (chapter 2)
+* ``topk_explorer(topk)``    -> ``TopK.stats(k)`` / ``TopK.retrieved(qid, k)`` (chapter 3)
 
 ipywidgets and matplotlib are imported only when a widget is built.
 """
@@ -19,7 +20,7 @@ from . import chunking, cost, evaluate, similarity
 from .types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
-           "similarity_rankings", "similarity_playground"]
+           "similarity_rankings", "similarity_playground", "TopK", "topk_explorer"]
 
 
 # -- chapter 0: cost -----------------------------------------------------------------------
@@ -198,3 +199,63 @@ def similarity_playground():
     show(**{k: c.value for k, c in controls.items()})
     rows = [W.HBox([controls[f"{n}_angle"], controls[f"{n}_length"]]) for n in spec]
     return W.VBox(rows + [out])
+
+
+# -- chapter 3: top-k ----------------------------------------------------------------------
+
+@dataclass
+class TopK:
+    """Recall@k and context size for any k, from one deep retrieval per question.
+
+    ``hits`` maps question id -> hits (at least as deep as the largest k asked about);
+    recall is judged on documents; context tokens are what a reader would be handed.
+    """
+
+    hits: dict
+    qrels: dict
+    questions: dict
+
+    def __post_init__(self) -> None:
+        self._tokens: dict[str, int] = {}
+
+    def _count(self, hit) -> int:
+        if hit.id not in self._tokens:
+            self._tokens[hit.id] = chunking.count_tokens(hit.text)
+        return self._tokens[hit.id]
+
+    def stats(self, k: int) -> dict:
+        """Mean recall@k over the questions with gold documents, and mean context tokens."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        run = evaluate.run_from_hits({q: h[:k] for q, h in self.hits.items()})
+        tokens = [sum(self._count(h) for h in hits[:k]) for hits in self.hits.values()]
+        return {"k": k, f"recall@{k}": evaluate.evaluate(self.qrels, run, f"recall@{k}"),
+                "context_tokens": float(np.mean(tokens))}
+
+    def retrieved(self, qid: str, k: int) -> list[tuple]:
+        """(rank, score, doc id, is gold, first words) for one question's top k."""
+        gold = self.qrels.get(qid, {})
+        return [(h.rank, h.score, h.doc_id, h.doc_id in gold, " ".join(h.text.split()[:12]))
+                for h in self.hits[qid][:k]]
+
+
+def topk_explorer(topk: TopK):
+    """A k slider and a question picker over a ``TopK``."""
+    import ipywidgets as W
+
+    k = W.SelectionSlider(options=[1, 3, 5, 10, 20, 50], value=5, description="k")
+    qid = W.Dropdown(options=[(f"{q}: {t[:60]}", q) for q, t in topk.questions.items()],
+                     description="question", layout=W.Layout(width="90%"))
+    out = W.Output()
+
+    def show(k, qid):
+        out.clear_output(wait=True)
+        s = topk.stats(k)
+        with out:
+            print(f"recall@{k} = {s[f'recall@{k}']:.3f}, context = {s['context_tokens']:.0f} tokens on average")
+            for rank, score, doc, is_gold, words in topk.retrieved(qid, k):
+                print(f"{'*' if is_gold else ' '} {rank:2d}. {score:.3f} {doc:36s} {words}")
+
+    W.interactive_output(show, {"k": k, "qid": qid})
+    show(k.value, qid.value)
+    return W.VBox([k, qid, out])

@@ -1,0 +1,24 @@
+"""Retrieval regression test: CI fails when dense recall@10 on the help-centre dev split
+drops below the floor recorded in retrieval_floors.json (chapter 4 runs the same check)."""
+import json
+from pathlib import Path
+
+from ragbook import Encoder
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre
+from ragbook.dense import DenseIndex
+from ragbook.evaluate import evaluate, retrieve_run
+
+FLOORS = json.loads((Path(__file__).parent / "retrieval_floors.json").read_text())
+
+
+def test_dense_recall_at_10_on_dev_stays_above_the_floor():
+    floor = FLOORS["helpcentre_dev_dense_recall@10"]
+    encoder = Encoder()
+    assert encoder.fingerprint == floor["encoder"], "the floor was recorded for another encoder"
+    hc = load_helpcentre()
+    index = DenseIndex(encoder).build(chunk_documents(hc.documents, size=256, overlap=32))
+    dev = [q for q in hc.split("dev") if q.gold]
+    recall = evaluate(hc.qrels("dev"), retrieve_run(index, [(q.id, q.standalone) for q in dev], k=10),
+                      "recall@10")
+    assert recall >= floor["value"], f"recall@10 fell to {recall:.3f}, below the floor {floor['value']}"
