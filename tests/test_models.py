@@ -56,10 +56,17 @@ def test_missing_package_says_what_to_install(monkeypatch):
         models.resolve("encoder", "offline")
 
 
-@pytest.mark.parametrize("role", ["cross_encoder", "span_reader"])
-def test_trained_roles_explain_what_is_missing(role):
+def test_untrained_roles_explain_what_is_missing():
     with pytest.raises(ModelUnavailableError, match=r"ragbook\.train.*RAGBOOK_MODEL_"):
-        models.resolve(role, "offline")
+        models.resolve("span_reader", "offline")
+
+
+def test_offline_reranker_is_the_window_scorer():
+    from ragbook.rerank import WindowScorer
+
+    spec = models.resolve("cross_encoder", "offline")
+    assert (spec.name, spec.source) == ("ragbook/window-reranker", "builtin")
+    assert isinstance(models.load("cross_encoder", "offline"), WindowScorer)
 
 
 def test_explicit_path_wins_and_is_checked(monkeypatch, tmp_path):
@@ -78,7 +85,7 @@ def test_describe_has_a_row_per_role():
     rows = models.describe("offline")
     assert [r["role"] for r in rows] == list(models.ROLES)
     assert rows[0]["source"] == "package"
-    assert rows[2]["source"].startswith("unavailable")
+    assert rows[2]["source"] == "builtin" and rows[3]["source"].startswith("unavailable")
 
 
 def test_import_is_light():
