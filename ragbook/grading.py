@@ -380,3 +380,122 @@ def _():
     for rel, ranked in list(zip(_RELEVANT, _RANKED)) + [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"])]:
         for k in (1, 3, 10):
             yield Case((rel, ranked, k), _ev.ndcg_at_k(rel, ranked, k))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 5: keyword search, hybrid retrieval and RRF
+from . import bm25 as _bm25  # noqa: E402
+from . import fusion as _fusion  # noqa: E402
+from .types import Hit as _Hit  # noqa: E402
+
+
+@exercise("bm25_idf", "Lucene's IDF: the log of 1 + (N - n + 0.5) / (n + 0.5); it stays above zero "
+                      "even for a term in every document")
+def _():
+    for n_docs, df in ((1000, 1), (1000, 10), (1000, 500), (1000, 1000), (3, 2), (10_370, 4_321)):
+        yield Case((n_docs, df), _bm25.idf_lucene(n_docs, df))
+
+
+def _term(tf, doc_len, avgdl, idf, k1, b):
+    return idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))
+
+
+@exercise("bm25_term_score",
+          "idf times a saturating tf: tf / (tf + k1 * (1 - b + b * doc_len / avgdl)); b decides "
+          "how much longer-than-average documents are penalised")
+def _():
+    for args in ((1, 100, 100, 2.0, 1.2, 0.75), (5, 100, 100, 2.0, 1.2, 0.75), (3, 400, 100, 1.5, 1.2, 0.75),
+                 (3, 400, 100, 1.5, 1.2, 0.0), (2, 50, 120, 0.7, 2.0, 1.0), (0, 80, 100, 3.0, 1.2, 0.75)):
+        yield Case(args, _term(*args))
+
+
+def _rrf_ids(rankings, k):
+    hits = [[_Hit(d, 0.0, r) for r, d in enumerate(rank, 1)] for rank in rankings]
+    return [(h.id, h.score) for h in _fusion.reciprocal_rank_fusion(hits, k=k)]
+
+
+@exercise("rrf", "each list adds 1 / (k + rank) to a document it contains, ranks counting from 1; "
+                 "sort by the total, highest first, ties by id")
+def _():
+    for rankings, k in (([["a", "b", "c"], ["b", "a"]], 60), ([["a", "b", "c"], ["c", "d"]], 60),
+                        ([["x"], [], ["y", "x"]], 60), ([["a", "b"], ["b", "a"]], 0), ([["p", "q", "r"]], 1)):
+        yield Case((rankings, k), _rrf_ids(rankings, k))
+
+
+def _rescued(dense, keyword, fused, n):
+    return [d for d in fused[:n] if d not in dense[:n] and d in keyword]
+
+
+@exercise("rescued_documents",
+          "a rescued document is in the fused top n, not in the dense top n, and was found by the "
+          "keyword list; keep the fused order")
+def _():
+    dense = ["d1", "d2", "d3", "d4", "d5", "d6"]
+    keyword = ["k1", "d3", "k2", "d9", "d1"]
+    fused = ["d3", "d1", "k1", "d2", "k2", "d4", "d9"]
+    for n in (1, 3, 5, 7):
+        yield Case((dense, keyword, fused, n), _rescued(dense, keyword, fused, n))
+
+
+@exercise("minmax_normalise", "map the smallest score to 0 and the largest to 1; if all scores are "
+                              "equal, give every one 1.0")
+def _():
+    for scores in ([3.0, 1.0, 2.0], [12.5, 7.25, 0.5, 9.0], [0.42], [2.0, 2.0], [-1.0, 0.0, 1.0]):
+        lo, hi = min(scores), max(scores)
+        yield Case((scores,), [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores])
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 6: reranking
+from . import rerank as _rerank  # noqa: E402
+
+
+def _thresholded(ids, scores, k, threshold):
+    order = sorted(range(len(ids)), key=lambda i: (-scores[i], i))
+    return [ids[i] for i in order if scores[i] >= threshold][:k]
+
+
+@exercise("thresholded_rerank",
+          "order the candidates by the reranker's score (ties: original order), keep those at or "
+          "above the threshold, and at most k of them — an empty list is a valid answer")
+def _():
+    ids = ["c1", "c2", "c3", "c4", "c5"]
+    scores = [0.20, 0.91, 0.35, 0.91, 0.05]
+    for k, th in ((3, 0.0), (3, 0.3), (2, 0.9), (5, 0.95), (1, 0.3)):
+        yield Case((ids, scores, k, th), _thresholded(ids, scores, k, th))
+
+
+@exercise("word_windows",
+          "windows of `size` words starting every `stride` words, as (first word, end word) "
+          "index pairs; the last window must reach the last word; a short text is one window")
+def _():
+    for n, size, stride in ((250, 100, 50), (100, 100, 50), (30, 100, 50), (11, 4, 3), (10, 5, 5)):
+        text = " ".join(f"w{i}" for i in range(n))
+        spans, start = [], 0
+        if n <= size:
+            spans = [(0, n)]
+        else:
+            while True:
+                end = min(start + size, n)
+                spans.append((start, end))
+                if end == n:
+                    break
+                start += stride
+        assert [" ".join(text.split()[a:b]) for a, b in spans] == _rerank.windows(text, size, stride)
+        yield Case((n, size, stride), spans)
+
+
+@exercise("max_window_score", "a passage is as relevant as its best window: the max of its window "
+                              "scores, one number per passage")
+def _():
+    for scores in ([[0.1, 0.7, 0.3]], [[0.2], [0.5, 0.4], [0.9, 0.1, 0.1, 0.2]], [[-0.2, -0.1]]):
+        yield Case((scores,), [max(s) for s in scores])
+
+
+@exercise("candidates_for_budget",
+          "how many (query, passage) pairs fit in the latency budget? whole candidates only "
+          "(round down), never more than are available")
+def _():
+    for ms_per_pair, budget, available in ((2.0, 100.0, 50), (2.0, 100.0, 30), (3.0, 100.0, 80), (7.5, 5.0, 50),
+                                          (1.0, 250.0, 100)):
+        yield Case((ms_per_pair, budget, available), min(available, int(budget // ms_per_pair)))
