@@ -5,6 +5,8 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``chunking_explorer(exp)`` -> ``ChunkingExperiment.stats(size, overlap)`` (chapter 1)
 * ``similarity_playground()``-> ``similarity_rankings(query, docs)``  (chapter 2)
 * ``topk_explorer(topk)``    -> ``TopK.stats(k)`` / ``TopK.retrieved(qid, k)`` (chapter 3)
+* ``fusion_explorer(grid)``  -> ``FusionGrid.stats(k_rrf, depth)``    (chapter 5)
+* ``rerank_explorer(budget)``-> ``RerankBudget.stats(candidates)``   (chapter 6)
 
 ipywidgets and matplotlib are imported only when a widget is built.
 """
@@ -20,7 +22,8 @@ from . import chunking, cost, evaluate, similarity
 from .types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
-           "similarity_rankings", "similarity_playground", "TopK", "topk_explorer"]
+           "similarity_rankings", "similarity_playground", "TopK", "topk_explorer",
+           "FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
 
 
 # -- chapter 0: cost -----------------------------------------------------------------------
@@ -259,3 +262,91 @@ def topk_explorer(topk: TopK):
     W.interactive_output(show, {"k": k, "qid": qid})
     show(k.value, qid.value)
     return W.VBox([k, qid, out])
+
+
+# -- chapter 5: fusion ---------------------------------------------------------------------
+
+@dataclass
+class FusionGrid:
+    """RRF quality for any (k, channel depth) from one deep fetch per question.
+
+    ``channels`` maps question id -> (dense hits, bm25 hits), each at least as deep as the
+    largest depth asked about; the fused list is cut to ``fuse_to``.
+    """
+
+    channels: dict
+    qrels: dict
+    fuse_to: int = 50
+
+    def stats(self, k_rrf: int = 60, depth: int = 100, weights=(1.0, 1.0)) -> dict:
+        from .fusion import reciprocal_rank_fusion
+
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        fused = {q: reciprocal_rank_fusion([d[:depth], b[:depth]], k=k_rrf, weights=weights, top=self.fuse_to)
+                 for q, (d, b) in self.channels.items()}
+        run = evaluate.run_from_hits(fused)
+        return {"k_rrf": k_rrf, "depth": depth,
+                **evaluate.evaluate(self.qrels, run, ["recall@5", "mrr@10"])}
+
+
+def fusion_explorer(grid: FusionGrid):
+    """Sliders for RRF's k and the per-channel depth over a ``FusionGrid``."""
+    import ipywidgets as W
+
+    k = W.SelectionSlider(options=[0, 1, 5, 10, 30, 60, 100, 300], value=60, description="RRF k")
+    depth = W.SelectionSlider(options=[5, 10, 25, 50, 100], value=100, description="depth")
+    out = W.Output()
+
+    def show(k, depth):
+        out.clear_output(wait=True)
+        s = grid.stats(k, depth)
+        with out:
+            print(f"recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}")
+
+    W.interactive_output(show, {"k": k, "depth": depth})
+    show(k.value, depth.value)
+    return W.VBox([W.HBox([k, depth]), out])
+
+
+# -- chapter 6: reranking budget -----------------------------------------------------------
+
+@dataclass
+class RerankBudget:
+    """MRR and latency of reranking the top ``n`` candidates, for any n up to the depth of
+    the stored lists: ``candidates`` maps question id -> (query, first-stage hits)."""
+
+    candidates: dict
+    qrels: dict
+    reranker: object
+    keep: int = 5
+
+    def stats(self, n: int) -> dict:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        results, times = {}, []
+        for qid, (query, hits) in self.candidates.items():
+            results[qid] = self.reranker.rerank(query, hits[:n], k=self.keep)
+            times.append(self.reranker.last_latency_s)
+        run = evaluate.run_from_hits(results)
+        return {"candidates": n, "ms_per_query": 1000 * float(np.mean(times)),
+                **evaluate.evaluate(self.qrels, run, ["recall@5", "mrr@10"])}
+
+
+def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
+    """A candidate-count slider over a ``RerankBudget`` (each move re-runs the reranker,
+    from cached vectors)."""
+    import ipywidgets as W
+
+    n = W.SelectionSlider(options=list(options), value=options[len(options) // 2], description="candidates")
+    out = W.Output()
+
+    def show(n):
+        out.clear_output(wait=True)
+        s = budget.stats(n)
+        with out:
+            print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}")
+
+    W.interactive_output(show, {"n": n})
+    show(n.value)
+    return W.VBox([n, out])

@@ -1,0 +1,389 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · Keyword search, hybrid retrieval and reciprocal rank fusion
+#
+# Dense retrieval matches meaning; keyword retrieval matches strings. Each fails where the
+# other is strong. This chapter builds BM25 from scratch, finds each method's failures in
+# our own data, fuses the two with reciprocal rank fusion (RRF) — and measures where fusion
+# helps and where, as on the Python docs, it hurts.
+
+# %%
+import math
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ragbook import Encoder, models
+from ragbook.bm25 import BM25Index, Tokenizer
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre, load_pydocs
+from ragbook.dense import DenseIndex
+from ragbook.evaluate import compare_runs, evaluate, format_table, run_from_hits
+from ragbook.fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
+
+hc, py = load_helpcentre(), load_pydocs()
+encoder = Encoder()
+print(f"profile: {models.active_profile()}; dense: {encoder.fingerprint}")
+chunks = chunk_documents(hc.documents, size=256, overlap=32)
+hc_hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
+py_hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(py.documents)
+print(f"help centre: {hc_hybrid.check()} chunks in both indexes; python docs: {py_hybrid.check():,} sections")
+
+
+def first_rank(hits, gold):
+    return next((h.rank for h in hits if h.doc_id in gold), None)
+
+
+# %% [markdown]
+# ## Where dense retrieval fails: exact tokens
+#
+# An error code is a string, not a meaning. To an embedding model `ERR_CONN_4021` and
+# `ERR_CONN_4022` are nearly the same thing; to the customer they are different problems on
+# different pages. Paste each code alone and see which page comes first:
+
+# %%
+codes = {"ERR_CONN_4021": "hardware-hub-err-conn-4021", "ERR_CONN_4022": "hardware-hub-err-conn-4022",
+         "SEAT_LIMIT_REACHED": "account-seat-limit-reached", "EXPORT_QUOTA_REACHED": "technical-export-quota-reached",
+         "ERR_SYNC_1108": "integrations-calendar-sync-error", "IMPORT_ROW_INVALID": "technical-csv-import-errors",
+         "PAYMENT_DECLINED_3DS": "billing-payment-declined-3ds", "WEBHOOK_SIGNATURE_MISMATCH": "api-webhook-signatures"}
+print(f"{'query':28s} {'dense rank':>10s} {'bm25 rank':>9s}   dense's top page")
+for code, page in codes.items():
+    dense, keyword = hc_hybrid.channels(code)
+    print(f"{code:28s} {first_rank(dense, {page})!s:>10s} {first_rank(keyword, {page})!s:>9s}   {dense[0].doc_id}")
+
+# %% [markdown]
+# Now the labelled exact-token questions where dense did *not* put the gold page in its
+# top two (all splits):
+
+# %%
+for q in hc.questions:
+    if q.category == "exact_token":
+        dense, keyword = hc_hybrid.channels(q.standalone)
+        rd, rb = first_rank(dense, q.gold), first_rank(keyword, q.gold)
+        if rd is None or rd > 2:
+            print(f"dense {rd!s:>4s}  bm25 {rb!s:>4s}  {q.text[:75]}")
+
+# %% [markdown]
+# In full questions the surrounding words usually carry the dense model to the right page;
+# the codes alone, and a few questions, show the failure. (Our help centre explains every
+# code on exactly one page, which is kind to both methods.)
+#
+# ## Where BM25 fails: vocabulary mismatch
+#
+# Customers say "my dashboard is stuck loading"; the documentation says "the console fails
+# to render" and — by construction — never uses the words dashboard, stuck or load.
+
+# %%
+page = "technical-console-fails-to-render"
+for text in ["my dashboard is stuck loading"] + [q.text for q in hc.questions if page in q.gold][:5]:
+    dense, keyword = hc_hybrid.channels(text)
+    print(f"dense {first_rank(dense, {page})!s:>4s}  bm25 {first_rank(keyword, {page})!s:>4s}  {text[:70]}")
+
+# %% [markdown]
+# And across the labelled paraphrase questions, those that dense ranks first or second and
+# BM25 buries below 10:
+
+# %%
+misses = []
+for q in hc.questions:
+    if q.category == "paraphrase":
+        dense, keyword = hc_hybrid.channels(q.standalone)
+        rd, rb = first_rank(dense, q.gold), first_rank(keyword, q.gold)
+        if rd is not None and rd <= 2 and (rb is None or rb > 10):
+            misses.append(q)
+            print(f"dense {rd}  bm25 {rb!s:>4s}  {q.text[:75]}")
+print(f"{len(misses)} of {sum(q.category == 'paraphrase' for q in hc.questions)} paraphrase questions")
+
+# %% [markdown]
+# ## BM25 from scratch
+#
+# BM25 scores a document by the query terms it contains. Each term contributes its
+# **IDF** (rare terms count more) times a **saturating term frequency**: the 5th mention of
+# "refund" adds less than the 1st (`k1` sets how fast it saturates), and a long document's
+# counts are discounted towards the average length (`b` sets by how much):
+#
+# $$\text{score}(q,d) = \sum_{t \in q} \ln\Big(1 + \frac{N - n_t + 0.5}{n_t + 0.5}\Big) \cdot
+# \frac{tf_{t,d}}{tf_{t,d} + k_1\,(1 - b + b\,|d| / \text{avgdl})}$$
+#
+# This IDF (Lucene's) stays positive even for a term in every document; the original
+# Robertson form without the `1 +` goes negative for terms in more than half the documents,
+# which is how some libraries end up scoring a match *below* a non-match (the tests show
+# rank_bm25 doing it on a three-document corpus). The tokenizer is half the battle: it must
+# keep `ERR_CONN_4021` in one piece and be the same at index and query time.
+
+# %%
+tok = Tokenizer()
+print(tok("Getting ERR_CONN_4021 on the Hub; is beta.smart_routing on for the 14-day trial?"))
+
+
+def bm25_from_scratch(query, docs, k1=1.2, b=0.75):
+    toks = [tok(d.text) for d in docs]
+    N, avgdl = len(docs), sum(map(len, toks)) / len(docs)
+    df = Counter(t for ts in toks for t in set(ts))
+    scores = []
+    for ts in toks:
+        tf = Counter(ts)
+        s = 0.0
+        for t in tok(query):
+            if t in tf:
+                idf = math.log(1 + (N - df[t] + 0.5) / (df[t] + 0.5))
+                s += idf * tf[t] / (tf[t] + k1 * (1 - b + b * len(ts) / avgdl))
+        scores.append(s)
+    return np.array(scores)
+
+
+query = "how long is the refund window for enterprise contracts"
+mine = bm25_from_scratch(query, chunks)
+assert np.allclose(mine, hc_hybrid.bm25.scores(query))
+top = np.argsort(-mine)[:3]
+print("from scratch == BM25Index;", [(chunks[i].id, round(float(mine[i]), 2)) for i in top])
+
+# %% [markdown]
+# `BM25Index` precomputes every (document, term) weight into a sparse matrix at build time,
+# so a query is the sum of a few columns; its scores also match the `bm25s` library's
+# "lucene" variant to 1e-6 on the Python docs (`tests/test_bm25.py`), and `bench/bm25.py`
+# times it against bm25s and rank_bm25.
+#
+# ## Does plain BM25 hold its own?
+#
+# A claim often made (for example in the BEIR benchmark paper, Thakur et al. 2021): on many
+# specialised corpora plain BM25 is competitive with strong embedding models. On ours, test
+# splits, judged on documents:
+
+# %%
+def channel_runs(hybrid, questions, depth=100):
+    dense, keyword = {}, {}
+    for qid, text in questions:
+        d, k = hybrid.channels(text)
+        dense[qid], keyword[qid] = d, k
+    return dense, keyword
+
+
+sets = {"help centre": (hc_hybrid, [(q.id, q.standalone) for q in hc.split("test") if q.gold], hc.qrels("test")),
+        "python docs": (py_hybrid, [(q.id, q.text) for q in py.split("test")], py.qrels("test"))}
+channels = {name: channel_runs(h, qs) for name, (h, qs, _) in sets.items()}
+for name, (h, qs, qrels) in sets.items():
+    dense, keyword = channels[name]
+    fused = {q: reciprocal_rank_fusion([dense[q], keyword[q]], top=50) for q in dense}
+    runs = {"dense": run_from_hits(dense), "bm25": run_from_hits(keyword), "hybrid (RRF)": run_from_hits(fused)}
+    print(f"-- {name} test ({len(qrels)} questions); differences are paired, against dense")
+    print(format_table(compare_runs(qrels, runs, ["recall@10", "mrr@10"], baseline="dense")))
+
+# %% [markdown]
+# On the help centre — short, focused articles, customers naming products, plans and codes
+# — BM25 is close to dense, and fusing the two raises recall@10 (the paired interval on
+# the difference is what to read). On the Python docs, whose FAQ questions paraphrase their
+# answers, BM25 is far weaker, and equal-weight fusion scores *below* dense alone: fusion
+# gives the weak channel's guesses as much say as the strong channel's. A published
+# example of the same effect: on BEIR's FiQA, bge-base alone reaches 0.407 nDCG@10 and an
+# RRF of BM25 and bge 0.367 (figures quoted from outside, not measured here).
+#
+# ## Per category: where hybrid wins, where it loses
+
+# %%
+hc_dense, hc_keyword = channels["help centre"]
+qrels = hc.qrels("test")
+cat = {q.id: q.category for q in hc.questions}
+print(f"{'category':20s} {'n':>3s} | {'dense':>13s} {'bm25':>13s} {'hybrid':>13s}   (recall@10 / MRR@10)")
+for c in sorted({cat[q] for q in qrels}):
+    sub = {q: r for q, r in qrels.items() if cat[q] == c}
+    cells = []
+    for lists in (hc_dense, hc_keyword, {q: reciprocal_rank_fusion([hc_dense[q], hc_keyword[q]], top=50) for q in sub}):
+        r = evaluate(sub, run_from_hits({q: lists[q] for q in sub}), ["recall@10", "mrr@10"])
+        cells.append(f"{r['recall@10']:.2f} / {r['mrr@10']:.2f}")
+    print(f"{c:20s} {len(sub):3d} | " + " ".join(f"{x:>13s}" for x in cells))
+
+# %% [markdown]
+# Small categories, so read directions rather than decimals: hybrid's recall gain comes
+# mostly from paraphrase questions where BM25 catches a page dense ranked low, and keyword
+# matching ranks the *current* policy above the superseded one more often on the trap
+# questions (compare their MRR). Hybrid is not a uniform win: on the conflict questions the
+# weaker BM25 list pulls the fused MRR down.
+#
+# ## RRF from scratch
+#
+# Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) ignores scores and adds, for
+# each list a document appears in, $1 / (k + \text{rank})$ with ranks from 1 and $k = 60$.
+# A document both lists like rises; one only one list likes survives; one neither ranks
+# stays down.
+
+# %%
+def rrf_from_scratch(rankings, k=60):
+    score = Counter()
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, 1):
+            score[doc] += 1 / (k + rank)
+    return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+dense_list, bm25_list = ["both", "dense-only", "x"], ["y", "bm25-only", "both"]
+for doc, s in rrf_from_scratch([dense_list, bm25_list]):
+    print(f"{doc:11s} {s:.5f}")
+print(f"'both' = 1/61 + 1/63 = {1 / 61 + 1 / 63:.5f}")
+
+q = hc.split("test")[5].standalone
+d, k = hc_hybrid.channels(q)
+ours = reciprocal_rank_fusion([d, k])
+scratch = rrf_from_scratch([[h.id for h in d], [h.id for h in k]])
+assert [h.id for h in ours] == [doc for doc, _ in scratch]
+print("from scratch == ragbook.fusion.reciprocal_rank_fusion on a real query")
+
+# %% [markdown]
+# ## A document rescued by fusion
+#
+# The point of fusing *deep* lists: a document the dense channel never returned can still
+# reach the reader if the keyword channel ranks it reasonably. Search the labelled
+# questions for a gold document absent from dense's top 100 that RRF lifts into the fused
+# top 50:
+
+# %%
+for q in hc.questions:
+    if not q.gold:
+        continue
+    d, k = hc_hybrid.channels(q.standalone)
+    fused = reciprocal_rank_fusion([d, k], top=50)
+    for g in q.gold:
+        if g not in {h.doc_id for h in d} and first_rank(fused, {g}):
+            print(f"{q.id} ({q.split}): {q.text!r}\n   gold {g}: dense top 100 -> absent, "
+                  f"bm25 rank {first_rank(k, {g})}, fused rank {first_rank(fused, {g})}")
+
+# %% [markdown]
+# Arithmetic says how far down such a rescue can come from. With lists that do not
+# overlap at all, a document at BM25 rank 30 scores 1/90 and is beaten by the 29 documents
+# above it in each list — 58 in all — so it misses a fused top 50; with partly agreeing
+# lists (the usual case) it gets in. That is why channels are fetched deep (~100) and fused
+# to ~50 rather than fused at 10. How much depth matters here:
+
+# %%
+from ragbook.widgets import FusionGrid, fusion_explorer
+
+grids = {name: FusionGrid({q: (channels[name][0][q], channels[name][1][q]) for q in channels[name][0]},
+                          sets[name][2]) for name in sets}
+print(f"{'depth':>5s} | {'help centre R@5 / MRR':>22s} | {'python docs R@5 / MRR':>22s}")
+for depth in (5, 10, 25, 50, 100):
+    a, b = grids["help centre"].stats(60, depth), grids["python docs"].stats(60, depth)
+    print(f"{depth:5d} | {a['recall@5']:10.3f} / {a['mrr@10']:.3f} | {b['recall@5']:10.3f} / {b['mrr@10']:.3f}")
+
+# %% [markdown]
+# On our corpora the depth barely moves the averages (the differences are within the
+# noise); what deep channels buy is the occasional rescue, like the one above, which an
+# average hides.
+#
+# ## Remedies when one channel is weak
+#
+# Fusion loses on the Python docs because BM25 is much weaker there. Remedies, measured:
+# **weighted RRF** (give the weak channel less say), and **letting a reranker decide**
+# (chapter 6). The weight is a setting, so choose it on the *train* questions and only
+# then look at test:
+
+# %%
+py_train = [(q.id, q.text) for q in py.split("train")]
+train_channels = channel_runs(py_hybrid, py_train)
+train_grid = FusionGrid({q: (train_channels[0][q], train_channels[1][q]) for q in train_channels[0]},
+                        py.qrels("train"))
+print("python docs train, MRR@10 by BM25 weight:")
+best = max((0.0, 0.1, 0.25, 0.5, 1.0), key=lambda w: train_grid.stats(60, 100, (1.0, w))["mrr@10"])
+for w in (0.0, 0.1, 0.25, 0.5, 1.0):
+    print(f"   w = {w:4.2f}: {train_grid.stats(60, 100, (1.0, w))['mrr@10']:.3f}{'   <- chosen' if w == best else ''}")
+dense, keyword = channels["python docs"]
+test_runs = {"dense": run_from_hits(dense),
+             "RRF 1:1": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], top=50) for q in dense}),
+             f"RRF 1:{best}": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], weights=(1.0, best), top=50)
+                                           for q in dense})}
+print("python docs test:")
+print(format_table(compare_runs(py.qrels("test"), test_runs, ["recall@10", "mrr@10"], baseline="dense")))
+
+# %% [markdown]
+# (A weight of 0 is dense alone.) Down-weighting BM25, with the weight chosen on train,
+# recovers everything equal-weight fusion lost on the test questions and edges past dense —
+# but the intervals of the differences reach zero, so this is a tie or a small gain, not a
+# proven win. On the help centre, where both channels are strong, equal weights are the
+# right default.
+#
+# ## Why not just normalise and add the scores?
+#
+# BM25 scores are unbounded and depend on the corpus: IDF changes whenever documents are
+# added. Any blend of raw or normalised scores carries a calibration that silently moves
+# when the corpus does. Add the 10,370 Python-docs sections to the help-centre index (a
+# corpus change, as when a product line's docs are merged in) and look at the BM25 scores
+# of the same dev questions:
+
+# %%
+dev = [q for q in hc.split("dev") if q.gold]
+grown = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks + list(py.documents))
+before = {q.id: hc_hybrid.channels(q.standalone) for q in dev}
+after = {q.id: grown.channels(q.standalone) for q in dev}
+for label, ch in (("help centre alone", before), ("+ python docs", after)):
+    top = [b[0].score for d, b in ch.values() if b]
+    print(f"{label:18s}: median BM25 top-1 score {np.median(top):.2f}")
+
+
+def raw_blend(d, b, w):
+    """dense score + w * BM25 score, unnormalised"""
+    s, seen = Counter(), {}
+    for h in d:
+        s[h.id] += h.score
+        seen[h.id] = h
+    for h in b:
+        s[h.id] += w * h.score
+        seen.setdefault(h.id, h)
+    return [seen[i] for i, _ in sorted(s.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+print(f"\n{'fusion':22s} {'alone: top-1 = bm25 top-1':>26s} {'MRR@10':>7s} | {'grown':>6s} {'MRR@10':>7s}")
+for name, fuse in (("raw blend (w=0.05)", lambda d, b: raw_blend(d, b, 0.05)),
+                   ("min-max blend (1:1)", lambda d, b: score_blend([d, b])),
+                   ("RRF", lambda d, b: reciprocal_rank_fusion([d, b]))):
+    row = []
+    for ch in (before, after):
+        fused = {q: fuse(d, b)[:50] for q, (d, b) in ch.items()}
+        share = np.mean([bool(b) and fused[q][0].id == b[0].id for q, (d, b) in ch.items()])
+        mrr = evaluate(hc.qrels("dev"), run_from_hits(fused), "mrr@10")
+        row.append((share, mrr))
+    print(f"{name:22s} {row[0][0]:26.0%} {row[0][1]:7.3f} | {row[1][0]:6.0%} {row[1][1]:7.3f}")
+
+# %% [markdown]
+# The median BM25 score moved (printed above), so the raw blend's fixed weight now means
+# a different mix: the share of questions whose fused top result is simply BM25's top
+# result changes, with no one touching a setting. Min-max normalisation hides the global
+# scale but still depends on each list's score spread; RRF reads only ranks. All three
+# lose some MRR to ten thousand new distractors, the raw blend the most, but differences of
+# this size are within the noise of 63 questions. The breakage to fear is the silent drift
+# of a tuned weight, and RRF has no weight to drift.
+#
+# ## Both indexes, one job
+#
+# Dense and keyword indexes must describe the same corpus. `HybridRetriever.build` writes
+# both from one list of chunks, and every search checks that they still hold the same
+# items; re-indexing one side alone is caught:
+
+# %%
+small = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks[:50])
+small.bm25.build(chunks[:49])
+try:
+    small.search("refund window", k=5)
+except IndexDriftError as err:
+    print("IndexDriftError:", err)
+
+# %% [markdown]
+# ## Try it: RRF's k and the channel depth
+#
+# Small k makes the top ranks of each list dominate; large k flattens the contributions
+# towards a vote count. Depth is how far down each channel is read.
+
+# %%
+print(grids["help centre"].stats(60, 100))   # the default state
+fusion_explorer(grids["help centre"])
