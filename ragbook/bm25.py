@@ -127,27 +127,37 @@ class BM25Index:
         ids = [self.vocab_[t] for t in self.tokenizer(query) if t in self.vocab_]
         if not ids:
             return np.zeros(len(self.items_))
-        return np.asarray(self.weights_[:, ids].sum(axis=1)).ravel()
+        # add up the query terms' columns straight from the CSC arrays (no sparse slicing)
+        ptr, rows, vals = self.weights_.indptr, self.weights_.indices, self.weights_.data
+        if len(ids) == 1:
+            a, b = ptr[ids[0]], ptr[ids[0] + 1]
+            return np.bincount(rows[a:b], weights=vals[a:b], minlength=len(self.items_))
+        r = np.concatenate([rows[ptr[i]:ptr[i + 1]] for i in ids])
+        v = np.concatenate([vals[ptr[i]:ptr[i + 1]] for i in ids])
+        return np.bincount(r, weights=v, minlength=len(self.items_))
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None) -> list[Hit]:
         """The top ``k`` matching items, best first; ``where`` filters before ranking."""
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a whole number >= 1, got {k!r}")
         s = self.scores(query)
-        candidates = np.flatnonzero(s > 0)
         if where:
-            candidates = np.array([i for i in candidates if matches(self.items_[i]["metadata"], where)],
-                                  dtype=np.int64)
-        if not len(candidates):
+            candidates = np.array([i for i in np.flatnonzero(s > 0)
+                                   if matches(self.items_[i]["metadata"], where)], dtype=np.int64)
+        else:
+            candidates = None  # every item; non-matches (score 0) are dropped below
+        pool = s if candidates is None else s[candidates]
+        if not len(pool):
             return []
-        if len(candidates) > k:
-            part = np.argpartition(-s[candidates], k - 1)[:k]
-            candidates = candidates[part]
-        # best first; ties by position in the corpus, so results never depend on argpartition
-        order = sorted(candidates, key=lambda i: (-s[i], i))
-        return [Hit(id=self.items_[i]["id"], score=float(s[i]), rank=r, doc_id=self.items_[i]["doc_id"],
-                    text=self.items_[i]["text"], metadata=self.items_[i]["metadata"])
-                for r, i in enumerate(order, 1)]
+        top = np.argpartition(-pool, k - 1)[:k] if len(pool) > k else np.arange(len(pool))
+        top = top[np.lexsort((top, -pool[top]))]  # best first; ties by corpus position
+        idx = top if candidates is None else candidates[top]
+        hits = []
+        for i in idx[s[idx] > 0]:
+            it = self.items_[i]
+            hits.append(Hit(id=it["id"], score=float(s[i]), rank=len(hits) + 1, doc_id=it["doc_id"],
+                            text=it["text"], metadata=it["metadata"]))
+        return hits
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
