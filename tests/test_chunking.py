@@ -115,3 +115,20 @@ def test_an_overlong_word_is_cut_to_the_size():
 def test_bad_length_is_explained():
     with pytest.raises(ValueError, match="length must be 'tokens', 'chars'"):
         RecursiveSplitter(size=10, overlap=0, length="words").split(Document(id="d", text="x y"))
+
+
+def test_compared_with_langchain_recursive_splitter():
+    """Test-only comparison (chapter 1 prints the same table): on the help centre both
+    splitters keep sizes and the overlap ceiling and never cut words; ours also carries
+    exact offsets by construction, where LangChain finds its start_index by searching."""
+    splitters = pytest.importorskip("langchain_text_splitters")
+    hc = load_helpcentre()
+    for size, overlap in ((500, 100), (300, 50)):
+        lc = splitters.RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap, add_start_index=True)
+        ours = RecursiveSplitter(size=size, overlap=overlap, length="chars")
+        for doc in hc.documents:
+            theirs = lc.create_documents([doc.text])
+            assert all(len(t.page_content) <= size for t in theirs)
+            mine = ours.split(doc)
+            check_split(doc, mine, ours, len)
+            assert coverage_gaps(doc, mine) == []

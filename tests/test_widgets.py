@@ -50,3 +50,54 @@ def test_chunking_experiment_errors(small_experiment):
 def test_widgets_build(small_experiment):
     for w in (cost_explorer(), chunking_explorer(small_experiment), similarity_playground()):
         assert w.children
+
+
+@pytest.fixture(scope="module")
+def billing_hybrid():
+    from ragbook.bm25 import BM25Index
+    from ragbook.chunking import chunk_documents
+    from ragbook.dense import DenseIndex
+    from ragbook.fusion import HybridRetriever
+
+    hc = load_helpcentre()
+    docs = [d for d in hc.documents if d.metadata["department"] == "billing"]
+    ids = {d.id for d in docs}
+    qs = [q for q in hc.split("dev") if q.gold and set(q.gold) <= ids]
+    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunk_documents(docs, size=256, overlap=32))
+    return hybrid, qs, {q.id: {g: 1 for g in q.gold} for q in qs}
+
+
+def test_topk_recall_grows_with_k_and_context_too(billing_hybrid):
+    from ragbook.widgets import TopK, topk_explorer
+
+    hybrid, qs, qrels = billing_hybrid
+    topk = TopK({q.id: hybrid.dense.search(q.standalone, k=50) for q in qs}, qrels, {q.id: q.text for q in qs})
+    one, ten = topk.stats(1), topk.stats(10)
+    assert one["recall@1"] <= ten["recall@10"] and one["context_tokens"] < ten["context_tokens"]
+    rows = topk.retrieved(qs[0].id, 3)
+    assert len(rows) == 3 and rows[0][0] == 1
+    assert topk_explorer(topk).children
+
+
+def test_fusion_grid_depth_one_is_the_two_top_hits(billing_hybrid):
+    from ragbook.widgets import FusionGrid, fusion_explorer
+
+    hybrid, qs, qrels = billing_hybrid
+    grid = FusionGrid({q.id: hybrid.channels(q.standalone) for q in qs}, qrels)
+    s = grid.stats(60, 100)
+    assert 0 < s["recall@5"] <= 1 and 0 < s["mrr@10"] <= 1
+    with pytest.raises(ValueError, match="depth"):
+        grid.stats(60, 0)
+    assert fusion_explorer(grid).children
+
+
+def test_rerank_budget_keeps_at_most_k(billing_hybrid):
+    from ragbook.rerank import CrossEncoderReranker
+    from ragbook.widgets import RerankBudget, rerank_explorer
+
+    hybrid, qs, qrels = billing_hybrid
+    budget = RerankBudget({q.id: (q.standalone, hybrid.search(q.standalone, k=20)) for q in qs}, qrels,
+                          CrossEncoderReranker(), keep=5)
+    s = budget.stats(10)
+    assert s["candidates"] == 10 and s["ms_per_query"] > 0 and 0 < s["mrr@10"] <= 1
+    assert rerank_explorer(budget, options=(5, 10)).children
