@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .dense import NotBuiltError, _item, matches
+from .dense import NotBuiltError, _hit, _item, matches
 from .types import Chunk, Document, Hit
 
 __all__ = ["Tokenizer", "BM25Index", "STOPWORDS"]
@@ -152,12 +152,7 @@ class BM25Index:
         top = np.argpartition(-pool, k - 1)[:k] if len(pool) > k else np.arange(len(pool))
         top = top[np.lexsort((top, -pool[top]))]  # best first; ties by corpus position
         idx = top if candidates is None else candidates[top]
-        hits = []
-        for i in idx[s[idx] > 0]:
-            it = self.items_[i]
-            hits.append(Hit(id=it["id"], score=float(s[i]), rank=len(hits) + 1, doc_id=it["doc_id"],
-                            text=it["text"], metadata=it["metadata"]))
-        return hits
+        return [_hit(self.items_[i], s[i], r) for r, i in enumerate(idx[s[idx] > 0], 1)]
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

@@ -71,6 +71,12 @@ _OPS = {"$eq": lambda v, a: v == a, "$ne": lambda v, a: v != a, "$in": lambda v,
         "$lt": lambda v, a: v < a, "$lte": lambda v, a: v <= a}
 
 
+def _hit(item: dict, score: float, rank: int) -> Hit:
+    """A Hit for one stored item (the dict form indexes keep: id, doc_id, text, metadata)."""
+    return Hit(id=item["id"], score=float(score), rank=rank, doc_id=item["doc_id"],
+               text=item["text"], metadata=item["metadata"])
+
+
 def _item(x: Chunk | Document) -> dict:
     if isinstance(x, Chunk):
         return {"id": x.id, "doc_id": x.doc_id, "text": x.text, "metadata": dict(x.metadata)}
@@ -218,9 +224,7 @@ class DenseIndex:
                 continue
             if min_score is not None and s < min_score:
                 continue
-            it = self.items_[int(i)]
-            hits.append(Hit(id=it["id"], score=float(s), rank=len(hits) + 1, doc_id=it["doc_id"],
-                            text=it["text"], metadata=it["metadata"]))
+            hits.append(_hit(self.items_[int(i)], s, len(hits) + 1))
             if len(hits) == k:
                 break
         return hits

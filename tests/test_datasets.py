@@ -1,7 +1,6 @@
 """The data everything is measured on: counts, schema, labels that resolve, splits that do
 not leak, spans that are verbatim, and the deliberate traps still in place."""
 import re
-from collections import Counter
 
 import pytest
 

@@ -101,7 +101,6 @@ import hashlib
 import html.parser
 import io
 import json
-import os
 import re
 import statistics
 import sys
