@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+
+from ragbook import models
+from ragbook.datasets import load_reader_set
+from ragbook.readers import ExtractiveReader, best_span
+from ragbook.types import Hit
+
+CONTEXT = ("Enterprise annual contracts carry a 14-day refund window measured from the invoice date. "
+           "Monthly plans carry 30 days.")
+QUESTION = "What is the refund window for enterprise annual contracts?"
+
+
+def test_the_curriculum_offsets():
+    assert CONTEXT[36:42] == "14-day"
+
+
+def test_best_span_respects_mask_order_and_length():
+    start = np.array([9.0, 0.0, 5.0, 0.0, 0.0, 0.0])
+    end = np.array([9.0, 0.0, 0.0, 4.0, 0.0, 6.0])
+    allowed = np.array([False, True, True, True, True, True])      # token 0 is the question/[CLS]
+    i, j, score = best_span(start, end, allowed, max_answer_tokens=30)
+    assert (i, j) == (2, 5) and 0 < score < 1                        # masked token 0 never chosen
+    i, j, _ = best_span(start, end, allowed, max_answer_tokens=2)
+    assert (i, j) == (2, 3)                                          # capped at 2 tokens
+    i, j, _ = best_span(np.array([0.0, 0.0, 9.0]), np.array([0.0, 9.0, 0.0]), np.ones(3, bool), 30)
+    assert j >= i                                                    # end may not precede start
+    assert best_span(start, end, np.zeros(6, bool), 30) == (-1, -1, 0.0)
+
+
+@pytest.fixture(scope="module")
+def same_architecture(tmp_path_factory):
+    """BertForQuestionAnswering built from the packaged MiniLM weights: the reader's code
+    path with an untrained head (its answers mean nothing; its mechanics are real)."""
+    import torch
+    from transformers import AutoTokenizer, BertForQuestionAnswering
+
+    torch.manual_seed(0)
+    path = models.resolve("encoder", "offline").path
+    return BertForQuestionAnswering.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def test_spans_are_verbatim_substrings(same_architecture):
+    reader = ExtractiveReader(same_architecture, max_length=128, stride=32)
+    for ex in load_reader_set("all", "dev")[:40]:
+        for s in reader.spans(ex.question, ex.context):
+            assert s.text == ex.context[s.start:s.end] and s.end > s.start
+
+
+def test_long_contexts_are_read_in_strided_windows(same_architecture):
+    long_context = " ".join([CONTEXT] * 40)
+    reader = ExtractiveReader(same_architecture, max_length=96, stride=24)
+    spans = reader.spans(QUESTION, long_context)
+    assert len(spans) > 5
+    assert all(s.text == long_context[s.start:s.end] for s in spans)
+    assert max(s.start for s in spans) > len(long_context) // 2      # later windows map to later text
+
+
+def test_read_picks_the_best_hit_and_can_abstain(same_architecture):
+    hits = [Hit("a", 0.9, 1, text=CONTEXT), Hit("b", 0.8, 2, text="Our office is closed on Sundays.")]
+    reader = ExtractiveReader(same_architecture)
+    answer = reader.read(QUESTION, hits)
+    assert answer.text and answer.sources[0] in {"a", "b"} and reader.latencies_
+    assert answer.text in dict(a=CONTEXT, b=hits[1].text)[answer.sources[0]]
+    assert ExtractiveReader(same_architecture, min_score=1.01).read(QUESTION, hits).reason == "low_confidence"
+    assert reader.read(QUESTION, []).reason == "no_candidates"
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError, match="stride"):
+        ExtractiveReader(max_length=64, stride=64)
