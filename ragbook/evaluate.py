@@ -25,7 +25,7 @@ from .types import Hit
 __all__ = ["Qrels", "Run", "ranking", "recall_at_k", "hit_at_k", "reciprocal_rank",
            "ndcg_at_k", "evaluate", "per_query", "run_from_hits", "retrieve_run", "METRICS",
            "bootstrap_ci", "paired_bootstrap", "paired_randomization_test", "compare_runs",
-           "format_table"]
+           "format_table", "normalize_answer", "exact_match", "f1_score"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Run = Mapping[str, Mapping[str, float]]
@@ -204,3 +204,41 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
                                 for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in table)
+
+
+# -- reader metrics (SQuAD 2.0) ------------------------------------------------------------
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower-case, drop punctuation and the articles a/an/the, and
+    collapse white space (Rajpurkar et al., 2016; the official evaluation script)."""
+    import re
+    import string
+
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str | None, golds: Sequence[str]) -> float:
+    """1 if the normalised prediction equals a normalised gold answer. With no gold
+    answers (unanswerable), 1 only for an abstention (``None``)."""
+    if not golds:
+        return float(prediction is None)
+    if prediction is None:
+        return 0.0
+    return float(any(normalize_answer(prediction) == normalize_answer(g) for g in golds))
+
+
+def f1_score(prediction: str | None, golds: Sequence[str]) -> float:
+    """Token-overlap F1 with the best-matching gold answer (unanswerable: as exact_match)."""
+    if not golds or prediction is None:
+        return exact_match(prediction, golds)
+    pred = normalize_answer(prediction).split()
+    best = 0.0
+    for g in golds:
+        gold = normalize_answer(g).split()
+        common = sum(min(pred.count(t), gold.count(t)) for t in set(pred) & set(gold))
+        if common:
+            p, r = common / len(pred), common / len(gold)
+            best = max(best, 2 * p * r / (p + r))
+    return best

@@ -69,3 +69,54 @@ def test_read_picks_the_best_hit_and_can_abstain(same_architecture):
 def test_bad_settings():
     with pytest.raises(ValueError, match="stride"):
         ExtractiveReader(max_length=64, stride=64)
+
+
+# -- generative reader ------------------------------------------------------------------
+from ragbook.readers import (NOT_IN_CONTEXT, GenerativeReader, build_messages, is_abstention,  # noqa: E402
+                             order_for_reading, parse_citations)
+
+
+def hits5():
+    return [Hit(f"h{i}", 1.0 - i / 10, i, doc_id=f"d{i}", text=f"passage {i}") for i in range(1, 6)]
+
+
+def test_reading_order_puts_the_two_strongest_at_the_ends():
+    assert [h.rank for h in order_for_reading(hits5())] == [1, 3, 5, 4, 2]
+    assert [h.rank for h in order_for_reading(hits5()[:2])] == [1, 2]
+
+
+def test_passages_are_numbered_fenced_and_declared_untrusted():
+    msgs = build_messages("q?", hits5()[:2], few_shot=False)
+    assert "untrusted reference material" in msgs[0]["content"] and NOT_IN_CONTEXT in msgs[0]["content"]
+    assert '<passage n="1" source="d1">\npassage 1\n</passage>' in msgs[-1]["content"]
+    assert msgs[-1]["content"].endswith("Question: q?")
+    assert len(build_messages("q?", hits5())) > len(msgs)          # with the worked examples
+
+
+def test_citations_are_parsed_checked_and_mapped():
+    hits = hits5()
+    ok = parse_citations("Enterprise gets 14 days [1]. Monthly gets 30 [3][1].", hits)
+    assert ok.numbers == (1, 3, 1) and ok.valid and ok.sources == ("h1", "h3")
+    assert not parse_citations("It is 14 days [7].", hits).valid
+    assert not parse_citations("It is 14 days.", hits).valid
+
+
+def test_abstention_is_the_exact_string():
+    assert is_abstention("NOT_IN_CONTEXT") and is_abstention(" NOT_IN_CONTEXT.\n")
+    assert not is_abstention("The answer is NOT_IN_CONTEXT, sorry") and not is_abstention("not in context")
+
+
+@pytest.mark.slow
+def test_generative_reader_end_to_end_with_the_local_model():
+    from ragbook.llm import LocalLLM
+
+    reader = GenerativeReader(LocalLLM(max_new_tokens=60), k=2)
+    hits = [Hit("refund", 0.9, 1, doc_id="billing-refund-policy", text=CONTEXT),
+            Hit("office", 0.5, 2, doc_id="office", text="Our office is closed on Sundays.")]
+    answer = reader.read(QUESTION, hits)
+    assert answer.reason in (None, "uncited", "invalid_citation", "not_in_context")
+    if answer.reason is None:
+        assert answer.sources and set(answer.sources) <= {"refund", "office"}
+    if answer.reason == "not_in_context":
+        assert answer.text is None
+    assert reader.latencies_ and reader.read(QUESTION, []).reason == "no_candidates"
