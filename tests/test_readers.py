@@ -120,3 +120,22 @@ def test_generative_reader_end_to_end_with_the_local_model():
     if answer.reason == "not_in_context":
         assert answer.text is None
     assert reader.latencies_ and reader.read(QUESTION, []).reason == "no_candidates"
+
+
+def test_sentence_reader_returns_a_verbatim_sentence():
+    from ragbook.readers import SentenceReader
+
+    reader = SentenceReader()
+    hits = [Hit("a", 0.9, 1, text=CONTEXT), Hit("b", 0.8, 2, text="Our office is closed on Sundays.")]
+    answer = reader.read(QUESTION, hits)
+    assert answer.text == "Enterprise annual contracts carry a 14-day refund window measured from the invoice date."
+    assert answer.sources == ("a",)
+    for s in reader.spans(QUESTION, CONTEXT):
+        assert CONTEXT[s.start:s.end] == s.text
+    assert SentenceReader(min_score=0.99).read(QUESTION, hits).reason == "low_confidence"
+
+
+def test_default_extractive_reader_offline_is_the_sentence_reader():
+    from ragbook.readers import SentenceReader, default_extractive_reader
+
+    assert isinstance(default_extractive_reader("offline", min_score=0.3), SentenceReader)
