@@ -14,7 +14,7 @@ from .cost import Workload
 from .datasets import generate_tickets, load_helpcentre, load_pydocs, load_reader_set
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import PREFIXES, Encoder, PrefixScheme
-from .evaluate import compare_runs, evaluate, format_table, retrieve_run
+from .evaluate import compare_runs, format_table, retrieve_run  # evaluate() stays in ragbook.evaluate
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
 from .llm import ChatServer, LocalLLM, OpenAICompatibleLLM, get_llm
 from .models import ModelUnavailableError, active_profile
@@ -33,6 +33,6 @@ __all__ = [
     "CrossEncoderReranker", "WindowScorer",
     "ExtractiveReader", "GenerativeReader", "NOT_IN_CONTEXT",
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
-    "evaluate", "compare_runs", "format_table", "retrieve_run",
+    "compare_runs", "format_table", "retrieve_run",
     "load_helpcentre", "load_pydocs", "load_reader_set", "generate_tickets",
 ]

@@ -105,3 +105,13 @@ def test_generator_loads_offline_and_generates_greedily():
     out = model.generate(**ids, max_new_tokens=8, do_sample=False)
     text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
     assert "Paris" in text
+
+
+def test_flat_api_does_not_shadow_submodules():
+    import types
+
+    import ragbook
+
+    for name in ("evaluate", "chunking", "dense", "bm25", "fusion", "rerank", "readers", "llm"):
+        __import__(f"ragbook.{name}")
+        assert isinstance(getattr(ragbook, name), types.ModuleType), name
