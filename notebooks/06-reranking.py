@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -117,9 +119,8 @@ for name, (hybrid, qs, qrels) in sets.items():
 # * recall@5 *after* reranking can never exceed the recall of the 50 candidates it was
 #   given: **reranking a dense list only reorders dense's blind spots.** The hybrid list has
 #   the higher ceiling on the help centre (chapter 5), so that is the list worth reranking;
-# * with the standard profile, the same code runs the MS MARCO cross-encoder (published
-#   figures: it adds several nDCG@10 points over bi-encoder retrieval on MS MARCO-like data;
-#   not measured here).
+# * with the standard profile (`RAGBOOK_PROFILE=standard`, online), the same cells run
+#   the MS MARCO cross-encoder and measure it the same way; no number here comes from it.
 #
 # Per question category on the help centre, MRR@10 — where the stand-in loses most is
 # telling: on the superseded traps it prefers the retired policy, whose wording matches the
