@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -499,3 +500,106 @@ def _():
     for ms_per_pair, budget, available in ((2.0, 100.0, 50), (2.0, 100.0, 30), (3.0, 100.0, 80), (7.5, 5.0, 50),
                                           (1.0, 250.0, 100)):
         yield Case((ms_per_pair, budget, available), min(available, int(budget // ms_per_pair)))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 7: the extractive reader
+from . import readers as _readers  # noqa: E402
+
+
+def _logit_cases():
+    r = np.random.default_rng(11)
+    for n, cap in ((6, 30), (12, 3), (20, 5), (8, 1)):
+        start, end = r.normal(size=n), r.normal(size=n)
+        allowed = np.ones(n, dtype=bool)
+        allowed[:3] = False                       # the question and [CLS]
+        allowed[-1] = False                       # the final [SEP]
+        yield start, end, allowed, cap
+
+
+@exercise("best_span",
+          "mask the disallowed tokens before the softmax, then score every (start, end) pair with "
+          "end >= start and at most max_answer_tokens tokens by p(start) * p(end); return the best "
+          "(start, end, score)")
+def _():
+    for start, end, allowed, cap in _logit_cases():
+        i, j, s = _readers.best_span(start, end, allowed, cap)
+        yield Case((start, end, allowed, cap), (i, j, s))
+
+
+@exercise("span_to_characters",
+          "token i covers characters offsets[i][0] to offsets[i][1] of the context; the span runs "
+          "from the first token's start to the last token's end")
+def _():
+    context = "Enterprise annual contracts carry a 14-day refund window measured from the invoice date."
+    offsets = [(0, 10), (11, 17), (18, 27), (28, 33), (34, 35), (36, 38), (38, 39), (39, 42), (43, 49),
+               (50, 56)]
+    for i, j in ((5, 7), (0, 0), (5, 9), (8, 9)):
+        a, z = offsets[i][0], offsets[j][1]
+        yield Case((context, offsets, i, j), (context[a:z], a, z))
+
+
+@exercise("windows_with_stride",
+          "windows of at most `size` tokens; each starts `size - stride` tokens after the previous "
+          "(so neighbours share `stride` tokens); stop once a window reaches the end")
+def _():
+    for n, size, stride in ((10, 4, 1), (100, 30, 10), (30, 30, 5), (7, 10, 2), (50, 16, 8)):
+        spans, start = [], 0
+        while True:
+            end = min(start + size, n)
+            spans.append((start, end))
+            if end >= n:
+                break
+            start += size - stride
+        yield Case((n, size, stride), spans)
+
+
+@exercise("abstain_below",
+          "answer only when the best span's score clears the threshold; otherwise return None")
+def _():
+    spans = [("14-day", 0.62), ("30 days", 0.21), ("invoice date", 0.05)]
+    for th in (0.5, 0.7, 0.0, 0.62):
+        best = max(spans, key=lambda s: s[1])
+        yield Case((spans, th), best[0] if best[1] >= th else None)
+    yield Case(([], 0.1), None)
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 8: the generative reader
+
+@exercise("parse_citations",
+          "find every [n] in the reply; valid only when there is at least one and every n is "
+          "between 1 and the number of passages")
+def _():
+    for reply, n in (("14 days [1].", 3), ("14 days [1]. 30 days [3][1].", 3), ("14 days [4].", 3),
+                     ("Fourteen days.", 3), ("[2] says 7 days; [1] says 21 [2].", 2)):
+        numbers = [int(x) for x in re.findall(r"\[(\d+)\]", reply)]
+        yield Case((reply, n), (numbers, bool(numbers) and all(1 <= x <= n for x in numbers)))
+
+
+@exercise("reading_order",
+          "the strongest passage first, the second-strongest last, the weakest in the middle: "
+          "take ranks 1, 3, 5, ... then the even ranks backwards")
+def _():
+    for n in (1, 2, 3, 5, 6):
+        ids = [f"p{i}" for i in range(1, n + 1)]
+        yield Case((ids,), ids[0::2] + ids[1::2][::-1])
+
+
+@exercise("is_abstention",
+          "the model abstains only when the whole reply is the exact string NOT_IN_CONTEXT "
+          "(surrounding spaces and a final full stop allowed)")
+def _():
+    for reply in ("NOT_IN_CONTEXT", " NOT_IN_CONTEXT.\n", "not_in_context", "The answer is NOT_IN_CONTEXT",
+                  "NOT IN CONTEXT", "14 days [1]"):
+        yield Case((reply,), _readers.is_abstention(reply))
+
+
+@exercise("number_passages",
+          "one block per passage, numbered from 1, each giving its source, so the model can cite "
+          "[n] and the code can map n back to a source")
+def _():
+    for texts, sources in ((["Refunds take 5 days."], ["billing-faq"]),
+                           (["A.", "B.", "C."], ["s1", "s2", "s3"])):
+        yield Case((texts, sources), "\n".join(f'<passage n="{i}" source="{s}">\n{t}\n</passage>'
+                                              for i, (t, s) in enumerate(zip(texts, sources), 1)))
