@@ -84,7 +84,8 @@ def _encoder_tokenizer():
         from . import models
         from transformers import AutoTokenizer
 
-        _tokenizer = AutoTokenizer.from_pretrained(models.resolve("encoder").path)
+        spec = models.resolve("encoder")
+        _tokenizer = AutoTokenizer.from_pretrained(spec.path or spec.name)  # standard: from the hub
     return _tokenizer
 
 

@@ -214,8 +214,9 @@ class Encoder:
         store = self._store()
         found = store.get(hashes) if store else {}
         todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
-        self.cache_hits += len(texts) - sum(1 for h in hashes if h not in found)
-        self.cache_misses += sum(1 for h in hashes if h not in found)
+        misses = sum(1 for h in hashes if h not in found)
+        self.cache_hits += len(texts) - misses
+        self.cache_misses += misses
         if todo:
             show = self.show_progress if self.show_progress is not None else len(todo) > 256
             bar = _progress(len(todo), show, f"embedding with {self.model_id.split('/')[-1]}")

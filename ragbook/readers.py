@@ -119,18 +119,23 @@ class ExtractiveReader:
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
         """The best span over ``hits``; abstains with a reason when there is nothing to read
         or the best score is under ``min_score``."""
-        t = time.perf_counter()
-        if not hits:
-            self.latencies_.append(time.perf_counter() - t)
-            return Answer(None, reason="no_candidates")
-        best = max((s for h in hits for s in self.spans(question, h.text, h.id)),
-                   key=lambda s: s.score, default=None)
-        self.latencies_.append(time.perf_counter() - t)
-        if best is None or (self.min_score is not None and best.score < self.min_score):
-            return Answer(None, sources=(best.source,) if best else (), scores=(best.score,) if best else (),
-                          reason="low_confidence")
-        return Answer(best.text, sources=(best.source,), scores=(best.score,))
+        return _read_best_span(self, question, hits)
 
+
+def _read_best_span(reader, question: str, hits: Sequence[Hit]) -> Answer:
+    """What every extractive reader does with its ``spans``: the best span over all hits,
+    abstaining (``no_candidates`` / ``low_confidence``) when there is none good enough."""
+    t = time.perf_counter()
+    if not hits:
+        return Answer(None, reason="no_candidates")
+    best = max((s for h in hits for s in reader.spans(question, h.text, h.id)),
+               key=lambda s: s.score, default=None)
+    reader.latencies_.append(time.perf_counter() - t)
+    if best is None:
+        return Answer(None, reason="low_confidence")
+    if reader.min_score is not None and best.score < reader.min_score:
+        return Answer(None, sources=(best.source,), scores=(best.score,), reason="low_confidence")
+    return Answer(best.text, sources=(best.source,), scores=(best.score,))
 
 # -- the generative reader -----------------------------------------------------------------
 
@@ -283,17 +288,7 @@ class SentenceReader:
         return [Span(t, a, z, float(s), source) for (a, z, t), s in zip(sents, scores)]
 
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
-        t = time.perf_counter()
-        if not hits:
-            return Answer(None, reason="no_candidates")
-        best = max((s for h in hits for s in self.spans(question, h.text, h.id)), key=lambda s: s.score,
-                   default=None)
-        self.latencies_.append(time.perf_counter() - t)
-        if best is None or (self.min_score is not None and best.score < self.min_score):
-            return Answer(None, sources=(best.source,) if best else (), scores=(best.score,) if best else (),
-                          reason="low_confidence")
-        return Answer(best.text, sources=(best.source,), scores=(best.score,))
-
+        return _read_best_span(self, question, hits)
 
 def default_extractive_reader(profile: str | None = None, **settings):
     """``ExtractiveReader`` over the ``span_reader`` model when the profile has one, else
@@ -303,5 +298,5 @@ def default_extractive_reader(profile: str | None = None, **settings):
     try:
         models.resolve("span_reader", profile)
     except models.ModelUnavailableError:
-        return SentenceReader(**{k: v for k, v in settings.items() if k == "min_score"})
+        return SentenceReader(min_score=settings.get("min_score"))
     return ExtractiveReader(profile=profile, **settings)

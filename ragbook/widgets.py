@@ -112,10 +112,10 @@ class ChunkingExperiment:
             scores = qvec @ vecs.T
             top = np.argsort(-scores, axis=1)[:, :self.k]
             run = {}
-            for qi, row in zip(qids, top):
+            for row, (qi, best) in enumerate(zip(qids, top)):
                 docs: dict[str, float] = {}
-                for j in row:
-                    docs.setdefault(chunks[j].doc_id, float(scores[qids.index(qi), j]))
+                for j in best:
+                    docs.setdefault(chunks[j].doc_id, float(scores[row, j]))
                 run[qi] = docs
             self.results_[(size, frac)] = {
                 "chunks": len(chunks),
