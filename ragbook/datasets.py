@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .types import Document
+from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
            "load_pydocs", "load_reader_set", "generate_tickets", "CATEGORIES"]
@@ -248,6 +248,51 @@ def load_reader_set(name: str = "all", split: str = "train") -> list[ReaderExamp
                         answers=tuple((a["text"], a["answer_start"]) for a in qa["answers"]),
                         is_impossible=qa["is_impossible"], title=article["title"]))
     return out
+
+
+@dataclass(frozen=True)
+class ReadingTask:
+    """A reader's job as retrieval hands it over: a question and two passages (``Hit``s).
+
+    Answerable tasks hold the passage with the answer (``gold`` is its hit id) and a
+    misleading neighbour, in a seeded random order; unanswerable tasks hold two passages
+    that look relevant and do not answer (``gold`` is None, ``answers`` empty)."""
+
+    id: str
+    question: str
+    passages: tuple[Hit, ...]
+    answers: tuple[str, ...]
+    gold: str | None
+
+
+def load_reading_tasks(name: str = "helpcentre", split: str = "dev", seed: int = 0) -> list[ReadingTask]:
+    """The reader set's questions as two-passage reading tasks (see ``ReadingTask``).
+
+    Each question's own misleading passage (its ``-neg`` example) is the neighbour when it
+    has one, else the next question's that comes from another page and lacks the answer; an unanswerable task pairs its passage with the next
+    question's misleading passage. Passages get descending scores in their shuffled order,
+    so ranks look like a retriever's."""
+    examples = load_reader_set(name, split)
+    negs = [e for e in examples if e.is_impossible]
+    neg_of = {e.id.rsplit("-", 1)[0]: e for e in negs}
+    rng = random.Random(seed)
+    tasks = []
+    for i, ex in enumerate(examples):
+        qid = ex.id.rsplit("-", 1)[0]
+        if ex.is_impossible:
+            j = negs.index(ex)
+            pair = [(ex.id, ex), (negs[(j + 1) % len(negs)].id + "-other", negs[(j + 1) % len(negs)])]
+        else:
+            other = neg_of.get(qid) or next(
+                n for n in negs[i % len(negs):] + negs[:i % len(negs)]
+                if n.title != ex.title and not any(a in n.context for a, _ in ex.answers))
+            pair = [(ex.id, ex), (other.id, other)]
+        rng.shuffle(pair)
+        hits = tuple(Hit(id=pid, score=round(1.0 - 0.1 * r, 2), rank=r + 1, doc_id=e.title, text=e.context)
+                     for r, (pid, e) in enumerate(pair))
+        tasks.append(ReadingTask(ex.id, ex.question, hits, tuple(a for a, _ in ex.answers),
+                                 None if ex.is_impossible else ex.id))
+    return tasks
 
 
 # -- synthetic tickets ---------------------------------------------------------------------

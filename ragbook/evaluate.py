@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .types import Hit
@@ -25,7 +26,7 @@ from .types import Hit
 __all__ = ["Qrels", "Run", "ranking", "recall_at_k", "hit_at_k", "reciprocal_rank",
            "ndcg_at_k", "evaluate", "per_query", "run_from_hits", "retrieve_run", "METRICS",
            "bootstrap_ci", "paired_bootstrap", "paired_randomization_test", "compare_runs",
-           "format_table", "normalize_answer", "exact_match", "f1_score"]
+           "format_table", "normalize_answer", "exact_match", "f1_score", "reading_outcome", "reading_report"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Run = Mapping[str, Mapping[str, float]]
@@ -242,3 +243,52 @@ def f1_score(prediction: str | None, golds: Sequence[str]) -> float:
             p, r = common / len(pred), common / len(gold)
             best = max(best, 2 * p * r / (p + r))
     return best
+
+
+# -- judging a reader on reading tasks -----------------------------------------------------
+
+_CITE_MARK = re.compile(r"\s*\[\d+\]")
+
+
+def reading_outcome(task, answer) -> dict[str, float]:
+    """How a reader did on one ``ReadingTask`` (1.0 / 0.0 per outcome, F1 in [0, 1]).
+
+    An answer is *delivered* when it has text and no flag (``reason`` is None): a flagged
+    answer (uncited, invalid or unsupported citation) is one a pipeline must not show, so it
+    counts as not answering. ``cited_ok``: the answer names at least one source and every
+    source is one of the task's passages (asked only of answers with text).
+    """
+    ids = {h.id for h in task.passages}
+    delivered = answer.text is not None and answer.reason is None
+    text = _CITE_MARK.sub("", answer.text) if delivered else None
+    out = {"answerable": float(task.gold is not None), "delivered": float(delivered),
+           "abstained": float(answer.text is None),
+           "f1": f1_score(text, task.answers), "em": exact_match(text, task.answers),
+           "right_source": float(delivered and task.gold in answer.sources)}
+    if answer.text is not None:
+        out["cited_ok"] = float(bool(answer.sources) and set(answer.sources) <= ids
+                                and answer.reason not in ("uncited", "invalid_citation"))
+    return out
+
+
+def reading_report(tasks, answers) -> dict[str, float]:
+    """Rates over ``tasks``: on answerable tasks, the share answered (delivered), answered
+    from the right passage, and F1; on unanswerable ones, the share correctly not answered;
+    the share of explicit abstentions (no text) on each kind;
+    citation validity over every answer with text; F1 over all tasks (SQuAD 2.0 style)."""
+    rows = [reading_outcome(t, a) for t, a in zip(tasks, answers, strict=True)]
+    pos = [r for r in rows if r["answerable"]]
+    neg = [r for r in rows if not r["answerable"]]
+    texts = [r["cited_ok"] for r in rows if "cited_ok" in r]
+
+    def mean(xs):
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    return {"answered": mean([r["delivered"] for r in pos]),
+            "right source": mean([r["right_source"] for r in pos]),
+            "HasAns F1": mean([r["f1"] for r in pos]),
+            "NoAns acc": mean([1 - r["delivered"] for r in neg]),
+            "abstained (answerable)": mean([r["abstained"] for r in pos]),
+            "abstained (unanswerable)": mean([r["abstained"] for r in neg]),
+            "citations valid": mean(texts),
+            "F1": mean([r["f1"] for r in rows])}

@@ -43,11 +43,17 @@ def _check(messages: Messages) -> list[dict]:
 
 
 class LocalLLM:
-    """A chat model run in-process with transformers, greedy (temperature 0)."""
+    """A chat model run in-process with transformers, greedy (temperature 0).
 
-    def __init__(self, profile: str | None = None, max_new_tokens: int = 256):
-        self.profile, self.max_new_tokens = profile, max_new_tokens
+    Greedy decoding is deterministic, so replies (and ``score`` results) are cached on disk
+    (SQLite under ``cache_dir("generations")``, keyed by model, messages, token budget and
+    stop strings): a re-run notebook answers instantly. ``cache=False`` always runs the model.
+    """
+
+    def __init__(self, profile: str | None = None, max_new_tokens: int = 256, cache: bool = True):
+        self.profile, self.max_new_tokens, self.cache = profile, max_new_tokens, cache
         self._pair = None
+        self._db = None
 
     @property
     def name(self) -> str:
@@ -62,18 +68,89 @@ class LocalLLM:
             self._pair = models.load("generator", self.profile)
         return self._pair
 
+    def _prompt_ids(self, messages: Messages) -> list[int]:
+        _, tok = self._load()
+        enc = tok.apply_chat_template(_check(messages), add_generation_prompt=True, return_dict=True)
+        return list(enc["input_ids"])
+
+    def _cached(self, key: str, make):
+        if not self.cache:
+            return make()
+        import sqlite3
+
+        from . import models
+
+        if self._db is None:
+            path = models.cache_dir("generations") / (_slug(self.name) + ".sqlite")
+            self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
+            self._db.execute("CREATE TABLE IF NOT EXISTS reply (h TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        row = self._db.execute("SELECT text FROM reply WHERE h = ?", (key,)).fetchone()
+        if row:
+            return row[0]
+        text = make()
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO reply VALUES (?, ?)", (key, text))
+        return text
+
     def generate(self, messages: Messages, max_new_tokens: int | None = None, stop: Sequence[str] = ()) -> str:
-        """The model's reply to ``messages`` (greedy); cut at the first ``stop`` string."""
+        """The model's reply to ``messages`` (greedy); cut at the first ``stop`` string
+        (generation also halts there, which is what makes short answers fast)."""
+        budget, stop = max_new_tokens or self.max_new_tokens, [s for s in stop if s]
+        key = _hash([self.name, _check(messages), budget, stop])
+
+        def make() -> str:
+            import torch
+
+            model, tok = self._load()
+            ids = torch.tensor([self._prompt_ids(messages)], device=model.device)
+            extra = {"stop_strings": stop, "tokenizer": tok} if stop else {}
+            with torch.no_grad():
+                out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                     max_new_tokens=budget, do_sample=False,
+                                     pad_token_id=tok.pad_token_id or tok.eos_token_id, **extra)
+            return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+        return _cut(self._cached(key, make), stop).strip()
+
+    def score(self, messages: Messages, options: Sequence[str], prefix: str = "") -> list[float]:
+        """Log-probability of each of ``options`` as what the assistant says next, after
+        ``prefix`` (text already in its reply). A forced choice: a small model that will not
+        *write* ``[2]`` or ``NOT_IN_CONTEXT`` can still be *asked* which is likelier."""
+        if not options:
+            raise ValueError("options is empty; pass the strings to score")
+        key = _hash(["score", self.name, _check(messages), list(options), prefix])
+        return json.loads(self._cached(key, lambda: json.dumps(self._score(messages, options, prefix))))
+
+    def _score(self, messages: Messages, options: Sequence[str], prefix: str) -> list[float]:
         import torch
 
         model, tok = self._load()
-        ids = tok.apply_chat_template(_check(messages), add_generation_prompt=True,
-                                      return_tensors="pt", return_dict=True).to(model.device)
+        base = self._prompt_ids(messages) + (tok(prefix, add_special_tokens=False)["input_ids"] if prefix else [])
+        opts = [tok(o, add_special_tokens=False)["input_ids"] for o in options]
+        if not all(opts):
+            raise ValueError(f"every option needs at least one token, got {list(options)!r}")
+        width = len(base) + max(map(len, opts))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        ids = torch.full((len(opts), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, o in enumerate(opts):
+            ids[r, :len(base) + len(o)] = torch.tensor(base + o)
+            mask[r, :len(base) + len(o)] = 1
         with torch.no_grad():
-            out = model.generate(**ids, max_new_tokens=max_new_tokens or self.max_new_tokens,
-                                 do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id)
-        text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
-        return _cut(text, stop).strip()
+            logp = torch.log_softmax(model(input_ids=ids.to(model.device),
+                                           attention_mask=mask.to(model.device)).logits.float(), -1).cpu()
+        return [float(sum(logp[r, len(base) + t - 1, tok_id] for t, tok_id in enumerate(o)))
+                for r, o in enumerate(opts)]
+
+
+def _hash(obj) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)
 
 
 def _cut(text: str, stop: Sequence[str]) -> str:

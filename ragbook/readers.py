@@ -30,7 +30,7 @@ from .types import Answer, Hit
 
 __all__ = ["Span", "ExtractiveReader", "best_span", "GenerativeReader", "NOT_IN_CONTEXT",
            "build_messages", "order_for_reading", "parse_citations", "is_abstention", "Citations",
-           "SentenceReader", "default_extractive_reader"]
+           "SentenceReader", "default_extractive_reader", "split_claims", "support", "calibrate_min_score"]
 
 
 @dataclass(frozen=True)
@@ -201,22 +201,79 @@ def is_abstention(reply: str) -> bool:
     return reply.strip().strip(".!\"'`* ") == NOT_IN_CONTEXT
 
 
+_REPLY_SENTENCE = re.compile(r"(?<=[.!?])\s+(?!\[)|(?<=[.!?] \[\d\])\s+")
+
+
+def split_claims(reply: str) -> list[str]:
+    """The reply's sentences, each with its citation marks, repeats removed — small models
+    loop (``You cannot pay with PayPal. You cannot pay with PayPal. ...``)."""
+    seen, out = set(), []
+    for sent in _REPLY_SENTENCE.split(" ".join(reply.split())):
+        key = " ".join(_CITE.sub(" ", sent).lower().split()).strip(" .")
+        if key and key not in seen:
+            seen.add(key)
+            out.append(sent.strip())
+    return out
+
+
+def support(claim: str, passage: str) -> float:
+    """Share of the claim's content words (stopwords and ``[n]`` marks dropped) that occur in
+    ``passage`` — a cheap, transparent check that a cited passage can back the sentence.
+    Figures are what small models invent, so a number or code the passage lacks (``45 days``
+    against a passage that says 14) makes the support 0."""
+    from .bm25 import Tokenizer
+
+    tok = Tokenizer()
+    words, found = set(tok(_CITE.sub(" ", claim))), set(tok(passage))
+    if not words or any(any(c.isdigit() for c in w) and w not in found for w in words):
+        return 0.0
+    return len(words & found) / len(words)
+
+
 class GenerativeReader:
     """Answer from the top ``k`` hits with a chat model, with citations checked.
 
     Returns ``Answer(text, sources, scores, reason)``: ``reason="not_in_context"`` (and no
-    text) when the model abstains; ``reason="no_candidates"`` without hits; an answer whose
-    citations are missing or point at passages that do not exist keeps its text but is
-    flagged ``reason="uncited"`` / ``"invalid_citation"`` — never passed off as grounded.
+    text) when the model abstains; ``reason="no_candidates"`` without hits. An answer that
+    is not grounded keeps its text but is flagged, never passed off as grounded:
+    ``"uncited"`` (no ``[n]``), ``"invalid_citation"`` (cites a passage that does not exist),
+    ``"unsupported"`` (no sentence is backed by a passage, see ``min_support``).
+
+    Small models follow the contract poorly, so each rule can be enforced rather than asked
+    for (``bench/generative.py`` measures what each buys, ``docs/benchmarks.md`` records it;
+    the defaults are what measured best without calibration: stop, worked examples,
+    verification):
+
+    * ``stop`` — replies end at the first blank line (no rambling into fake passages);
+    * ``few_shot`` — worked examples of a cited answer and of ``NOT_IN_CONTEXT``;
+    * ``scored_citations`` — each sentence's ``[n]`` is *chosen* as the likeliest of
+      ``[1]..[k]`` under the model, so every citation exists (backends with ``score`` only);
+    * ``abstain_logprob`` — abstain when log p(``NOT_IN_CONTEXT``) as the reply exceeds this
+      threshold (calibrate it on training questions; backends with ``score`` only);
+    * ``min_support`` — post-hoc verification: a sentence must share this fraction of its
+      content words with a passage it cites (and every figure in it must occur there);
+      otherwise it is re-cited to the passage that does back it, or dropped. With
+      ``scored_citations=False`` and a model that writes no ``[n]``, this is what cites;
+    * ``gate`` — an extractive reader with a calibrated ``min_score`` (e.g. ``SentenceReader``):
+      when it abstains, so does this reader, without calling the model.
+
+    ``last_`` keeps the trace of the latest ``read`` (messages, raw reply, scores, claims).
     """
 
     def __init__(self, llm=None, k: int = 5, few_shot: bool = True, reorder: bool = True,
-                 max_new_tokens: int = 160):
+                 max_new_tokens: int = 96, stop: Sequence[str] = ("\n\n",),
+                 scored_citations: bool = False, abstain_logprob: float | None = None,
+                 min_support: float | None = 0.5, gate=None):
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if min_support is not None and not 0 <= min_support <= 1:
+            raise ValueError(f"min_support is a share of words, between 0 and 1; got {min_support}")
         self._llm, self.k, self.few_shot, self.reorder = llm, k, few_shot, reorder
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens, self.stop = max_new_tokens, tuple(stop)
+        self.scored_citations, self.abstain_logprob, self.min_support = scored_citations, abstain_logprob, min_support
+        self.gate = gate
         self.latencies_: list[float] = []
+        self.last_: dict = {}
 
     @property
     def llm(self):
@@ -226,24 +283,75 @@ class GenerativeReader:
             self._llm = get_llm()
         return self._llm
 
+    def _can_score(self) -> bool:
+        return callable(getattr(self.llm, "score", None))
+
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
         t = time.perf_counter()
         if not hits:
             return Answer(None, reason="no_candidates")
         chosen = list(hits[:self.k])
         passages = order_for_reading(chosen) if self.reorder else chosen
-        reply = self.llm.generate(build_messages(question, passages, self.few_shot),
-                                  max_new_tokens=self.max_new_tokens)
-        self.latencies_.append(time.perf_counter() - t)
+        messages = build_messages(question, passages, self.few_shot)
+        self.last_ = trace = {"messages": messages, "passages": passages}
+        try:
+            return self._read(question, messages, passages, trace)
+        finally:
+            self.latencies_.append(time.perf_counter() - t)
+
+    def _read(self, question, messages, passages, trace) -> Answer:
+        if self.gate is not None:
+            trace["gate"] = gated = self.gate.read(question, passages)
+            if gated.abstained:
+                return Answer(None, reason="not_in_context")
+        if self.abstain_logprob is not None and self._can_score():
+            trace["abstain_logprob"] = lp = self.llm.score(messages, [NOT_IN_CONTEXT])[0]
+            if lp > self.abstain_logprob:
+                return Answer(None, reason="not_in_context")
+        reply = trace["raw"] = self.llm.generate(messages, max_new_tokens=self.max_new_tokens, stop=self.stop)
         if is_abstention(reply):
             return Answer(None, reason="not_in_context")
-        cites = parse_citations(reply, passages)
+        claims = split_claims(reply)
+        if self.scored_citations and self._can_score() and claims:
+            claims = self._choose_citations(messages, claims, len(passages))
+        if self.min_support is not None:
+            claims = self._verify(claims, passages, trace)
+            if not claims:
+                return Answer(reply, reason="unsupported")
+        text = trace["text"] = " ".join(claims)
+        cites = parse_citations(text, passages)
         scores = tuple(next(h.score for h in passages if h.id == s) for s in cites.sources)
         if not cites.numbers:
-            return Answer(reply, reason="uncited")
+            return Answer(text, reason="uncited")
         if not cites.valid:
-            return Answer(reply, sources=cites.sources, scores=scores, reason="invalid_citation")
-        return Answer(reply, sources=cites.sources, scores=scores)
+            return Answer(text, sources=cites.sources, scores=scores, reason="invalid_citation")
+        return Answer(text, sources=cites.sources, scores=scores)
+
+    def _choose_citations(self, messages, claims: list[str], k: int) -> list[str]:
+        """Re-cite every sentence with the likeliest of ``[1]..[k]`` after it."""
+        options = [f" [{n}]" for n in range(1, k + 1)]
+        done: list[str] = []
+        for claim in claims:
+            bare = _CITE.sub("", claim).rstrip(" .") or claim
+            prefix = " ".join(done + [bare])
+            n = int(np.argmax(self.llm.score(messages, options, prefix=prefix))) + 1
+            done.append(f"{bare} [{n}].")
+        return done
+
+    def _verify(self, claims: list[str], passages: Sequence[Hit], trace) -> list[str]:
+        """Keep the sentences a cited passage backs; re-cite or drop the others."""
+        kept, checks = [], []
+        for claim in claims:
+            backing = [support(claim, h.text) for h in passages]
+            cited = [n for n in map(int, _CITE.findall(claim)) if 1 <= n <= len(passages)]
+            best = int(np.argmax(backing)) + 1
+            if cited and max(backing[n - 1] for n in cited) >= self.min_support:
+                kept.append(claim)
+            elif backing[best - 1] >= self.min_support:
+                kept.append(f"{_CITE.sub('', claim).rstrip(' .')} [{best}].")
+            checks.append({"claim": claim, "cited": cited, "support": backing})
+        trace["checks"] = checks
+        return kept
 
 
 # -- the offline baseline reader -----------------------------------------------------------
@@ -276,7 +384,7 @@ class SentenceReader:
             piece = context[a:z]
             lead = len(piece) - len(piece.lstrip())
             text = piece.strip()
-            if len(text.split()) >= self.min_words:
+            if len(text.split()) >= self.min_words and not text.startswith("#"):   # headings are not answers
                 sents.append((a + lead, a + lead + len(text), text))
         if not sents:
             text = context.strip()
@@ -300,3 +408,19 @@ def default_extractive_reader(profile: str | None = None, **settings):
     except models.ModelUnavailableError:
         return SentenceReader(min_score=settings.get("min_score"))
     return ExtractiveReader(profile=profile, **settings)
+
+
+def calibrate_min_score(reader, tasks) -> float:
+    """Set ``reader.min_score`` (any extractive reader: it has ``spans``) to the threshold
+    that maximises mean F1 on ``tasks`` (``ReadingTask``s, unanswerable ones included), and
+    return it. Calibrate on training or dev tasks, never on the ones you report."""
+    from .evaluate import f1_score
+
+    if not tasks:
+        raise ValueError("no tasks to calibrate on; pass labelled ReadingTasks (e.g. load_reading_tasks(split='train'))")
+    best = [max((s for h in t.passages for s in reader.spans(t.question, h.text, h.id)),
+                key=lambda s: s.score) for t in tasks]
+    reader.min_score = max(sorted({s.score for s in best}),
+                           key=lambda th: sum(f1_score(s.text if s.score >= th else None, t.answers)
+                                              for s, t in zip(best, tasks)))
+    return reader.min_score

@@ -54,3 +54,27 @@ def test_endpoint_needs_url_and_model(monkeypatch):
 def test_bad_messages_are_explained(local):
     with pytest.raises(ValueError, match=r"messages\[0\] must be"):
         local.generate([{"role": "robot", "content": "hi"}])
+
+
+@pytest.mark.slow
+def test_scores_rank_the_right_continuation_first(local):
+    paris, london = local.score(MESSAGES, ["Paris", "London"])
+    assert paris > london
+    after = local.score(MESSAGES, [" Paris.", " Madrid."], prefix="The capital of France is")
+    assert after[0] > after[1] and all(s < 0 for s in after)
+    with pytest.raises(ValueError, match="options is empty"):
+        local.score(MESSAGES, [])
+
+
+@pytest.mark.slow
+def test_replies_are_cached_on_disk_and_equal_to_fresh_ones(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
+    cached = LocalLLM(max_new_tokens=12)
+    first = cached.generate(MESSAGES, stop=["."])
+    files = list((tmp_path / "generations").glob("*.sqlite"))
+    assert len(files) == 1
+    assert sqlite3.connect(files[0]).execute("SELECT count(*) FROM reply").fetchone()[0] == 1
+    assert cached.generate(MESSAGES, stop=["."]) == first == LocalLLM(max_new_tokens=12, cache=False).generate(MESSAGES, stop=["."])
+    assert not first.endswith(".")                                   # cut at the stop string

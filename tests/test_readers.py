@@ -139,3 +139,124 @@ def test_default_extractive_reader_offline_is_the_sentence_reader():
     from ragbook.readers import SentenceReader, default_extractive_reader
 
     assert isinstance(default_extractive_reader("offline", min_score=0.3), SentenceReader)
+
+
+def test_claims_are_split_and_repeats_dropped():
+    from ragbook.readers import split_claims
+
+    reply = "You cannot pay with PayPal [1]. You cannot pay with PayPal. Cards work [2].\nCards work [2]."
+    assert split_claims(reply) == ["You cannot pay with PayPal [1].", "Cards work [2]."]
+    assert split_claims("Refunds take 5–10 days. [1] Then it is done.") == ["Refunds take 5–10 days. [1]", "Then it is done."]
+    assert split_claims("  ") == []
+
+
+def test_support_is_the_share_of_content_words_a_passage_backs():
+    from ragbook.readers import support
+
+    assert support("Enterprise contracts carry a 14-day refund window [1].", CONTEXT) == 1.0
+    assert support("Refunds take 24 hours.", CONTEXT) == 0.0            # 'refunds' != 'refund': no stemming
+    assert support("The refund window is counted in days.", CONTEXT) == pytest.approx(3 / 4)
+    assert support("The refund window is 45 days.", CONTEXT) == 0.0          # an invented figure
+    assert support("[1]", CONTEXT) == 0.0
+
+
+class ScriptedLLM:
+    """A chat backend that replies with a fixed text and scores options from a table: for
+    testing what the reader does with a reply, not what a model would write."""
+
+    def __init__(self, reply, scores=None):
+        self.reply, self.scores, self.calls = reply, scores or {}, []
+
+    def generate(self, messages, max_new_tokens=None, stop=()):
+        self.calls.append(("generate", stop))
+        return self.reply
+
+    def score(self, messages, options, prefix=""):
+        self.calls.append(("score", tuple(options), prefix))
+        return [self.scores.get(o.strip(), -10.0) for o in options]
+
+
+def two_hits():
+    return [Hit("refund", 0.9, 1, doc_id="billing-refund-policy", text=CONTEXT),
+            Hit("office", 0.5, 2, doc_id="office", text="Our office is closed on Sundays.")]
+
+
+def test_verification_recites_or_drops_unbacked_sentences():
+    llm = ScriptedLLM("Enterprise contracts carry a 14-day refund window [2]. The moon is made of cheese [1].")
+    reader = GenerativeReader(llm, k=2, scored_citations=False, min_support=0.5)
+    answer = reader.read(QUESTION, two_hits())
+    assert answer.text == "Enterprise contracts carry a 14-day refund window [1]."   # re-cited, cheese dropped
+    assert answer.reason is None and answer.sources == ("refund",)
+    assert [c["cited"] for c in reader.last_["checks"]] == [[2], [1]]
+    bad = GenerativeReader(ScriptedLLM("The moon is made of cheese [1]."), k=2, scored_citations=False)
+    answer = bad.read(QUESTION, two_hits())
+    assert answer.reason == "unsupported" and answer.text == "The moon is made of cheese [1]."
+    unverified = GenerativeReader(ScriptedLLM("The moon is made of cheese [1]."), k=2, scored_citations=False,
+                                  min_support=None)
+    assert unverified.read(QUESTION, two_hits()).reason is None              # what verification is for
+
+
+def test_scored_citations_are_chosen_not_written():
+    llm = ScriptedLLM("Enterprise contracts carry a 14-day refund window.", scores={"[1]": -0.5, "[2]": -3.0})
+    answer = GenerativeReader(llm, k=2, scored_citations=True, min_support=None).read(QUESTION, two_hits())
+    assert answer.text == "Enterprise contracts carry a 14-day refund window [1]." and answer.reason is None
+    assert ("score", (" [1]", " [2]"), "Enterprise contracts carry a 14-day refund window") in llm.calls
+    flagged = GenerativeReader(ScriptedLLM("It is 14 days."), k=2, scored_citations=False, min_support=None)
+    assert flagged.read(QUESTION, two_hits()).reason == "uncited"
+    invalid = GenerativeReader(ScriptedLLM("It is 14 days [4]."), k=2, scored_citations=False, min_support=None)
+    assert invalid.read(QUESTION, two_hits()).reason == "invalid_citation"
+
+
+def test_scored_abstention_skips_generation():
+    llm = ScriptedLLM("Enterprise contracts carry a 14-day refund window [1].", scores={NOT_IN_CONTEXT: -0.1})
+    answer = GenerativeReader(llm, k=2, abstain_logprob=-1.0).read(QUESTION, two_hits())
+    assert answer.text is None and answer.reason == "not_in_context"
+    assert [c[0] for c in llm.calls] == ["score"]
+    llm.scores[NOT_IN_CONTEXT] = -5.0
+    assert GenerativeReader(llm, k=2, abstain_logprob=-1.0).read(QUESTION, two_hits()).reason is None
+    assert GenerativeReader(ScriptedLLM(" NOT_IN_CONTEXT ")).read(QUESTION, two_hits()).reason == "not_in_context"
+
+
+def test_reading_tasks_hold_the_answer_in_the_gold_passage_only():
+    from ragbook.datasets import load_reading_tasks
+
+    tasks = load_reading_tasks("helpcentre", "dev")
+    assert tasks == load_reading_tasks("helpcentre", "dev")                  # seeded
+    for t in tasks:
+        assert len(t.passages) == 2 and [h.rank for h in t.passages] == [1, 2]
+        ids = [h.id for h in t.passages]
+        if t.gold is None:
+            assert not t.answers and all(a not in h.text for h in t.passages for a in t.answers)
+        else:
+            assert t.gold in ids and any(a in t.passages[ids.index(t.gold)].text for a in t.answers)
+            assert not any(a in h.text for h in t.passages if h.id != t.gold for a in t.answers)
+    golds_first = sum(t.passages[0].id == t.gold for t in tasks if t.gold)
+    assert 0.3 < golds_first / sum(t.gold is not None for t in tasks) < 0.7   # no position to learn
+
+
+def test_reading_report_counts_flagged_answers_as_not_delivered():
+    from ragbook.datasets import ReadingTask
+    from ragbook.evaluate import reading_report
+    from ragbook.types import Answer
+
+    hits = tuple(two_hits())
+    pos = ReadingTask("p", QUESTION, hits, ("14-day",), "refund")
+    neg = ReadingTask("n", QUESTION, hits, (), None)
+    good = Answer("It is 14-day [1].", sources=("refund",), scores=(0.9,))
+    r = reading_report([pos, pos, neg, neg], [good, Answer("14-day", reason="uncited"),
+                                              Answer(None, reason="not_in_context"),
+                                              Answer("Closed on Sundays [2].", sources=("office",), scores=(0.5,))])
+    assert r["answered"] == 0.5 and r["right source"] == 0.5 and r["NoAns acc"] == 0.5
+    assert r["abstained (answerable)"] == 0 and r["abstained (unanswerable)"] == 0.5
+    assert r["citations valid"] == pytest.approx(2 / 3) and r["HasAns F1"] == pytest.approx(0.5 * 2 * (1 / 3) / (1 + 1 / 3))
+
+
+def test_an_extractive_gate_abstains_without_calling_the_model():
+    from ragbook.readers import SentenceReader
+
+    llm = ScriptedLLM("Enterprise contracts carry a 14-day refund window [1].")
+    strict = GenerativeReader(llm, k=2, scored_citations=True, gate=SentenceReader(min_score=0.99))
+    answer = strict.read(QUESTION, two_hits())
+    assert answer.reason == "not_in_context" and llm.calls == [] and strict.last_["gate"].abstained
+    lenient = GenerativeReader(llm, k=2, scored_citations=False, gate=SentenceReader(min_score=0.1))
+    assert lenient.read(QUESTION, two_hits()).reason is None and llm.calls
