@@ -145,7 +145,8 @@ labels = [tokens[k] for k in passage]
 ax.set_xticks(range(len(passage)), labels, rotation=90, fontsize=7)
 ax.set_yticks(range(len(passage)), labels, fontsize=7)
 ax.set_xlabel("end token"), ax.set_ylabel("start token")
-ax.set_title(f"p(start)·p(end) over passage tokens ({spec.name.split('/')[-1]})\n"
+ax.set_title(f"p(start)·p(end) over passage tokens ({spec.name.split('/')[-1]}"
+             f"{'' if TRAINED else ', untrained head'})\n"
              "below the diagonal: end < start, masked to 0")
 plt.tight_layout()
 plt.show()

@@ -11,14 +11,14 @@ from . import models
 from .bm25 import BM25Index, Tokenizer
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
 from .cost import Workload
-from .datasets import generate_tickets, load_helpcentre, load_pydocs, load_reader_set
+from .datasets import generate_tickets, load_helpcentre, load_pydocs, load_reader_set, load_reading_tasks
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import PREFIXES, Encoder, PrefixScheme
 from .evaluate import compare_runs, format_table, retrieve_run  # evaluate() stays in ragbook.evaluate
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
 from .llm import ChatServer, LocalLLM, OpenAICompatibleLLM, get_llm
 from .models import ModelUnavailableError, active_profile
-from .readers import NOT_IN_CONTEXT, ExtractiveReader, GenerativeReader
+from .readers import NOT_IN_CONTEXT, ExtractiveReader, GenerativeReader, SentenceReader, default_extractive_reader
 from .rerank import CrossEncoderReranker, WindowScorer
 from .types import Answer, Chunk, Document, Hit
 
@@ -31,8 +31,8 @@ __all__ = [
     "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
     "HybridRetriever", "IndexDriftError", "reciprocal_rank_fusion", "score_blend",
     "CrossEncoderReranker", "WindowScorer",
-    "ExtractiveReader", "GenerativeReader", "NOT_IN_CONTEXT",
+    "ExtractiveReader", "SentenceReader", "default_extractive_reader", "GenerativeReader", "NOT_IN_CONTEXT",
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
     "compare_runs", "format_table", "retrieve_run",
-    "load_helpcentre", "load_pydocs", "load_reader_set", "generate_tickets",
+    "load_helpcentre", "load_pydocs", "load_reader_set", "load_reading_tasks", "generate_tickets",
 ]

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping
 from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
-           "load_pydocs", "load_reader_set", "generate_tickets", "CATEGORIES"]
+           "load_pydocs", "load_reader_set", "ReadingTask", "load_reading_tasks", "generate_tickets",
+           "CATEGORIES"]
 
 CATEGORIES = ("paraphrase", "exact_token", "follow_up", "plausible_neighbour",
               "unanswerable", "superseded_trap", "conflict")

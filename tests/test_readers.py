@@ -262,3 +262,13 @@ def test_an_extractive_gate_abstains_without_calling_the_model():
     assert answer.reason == "not_in_context" and llm.calls == [] and strict.last_["gate"].abstained
     lenient = GenerativeReader(llm, k=2, scored_citations=False, gate=SentenceReader(min_score=0.1))
     assert lenient.read(QUESTION, two_hits()).reason is None and llm.calls
+
+
+def test_backends_without_scores_fall_back_to_what_the_model_writes():
+    class WritesOnly:                      # e.g. an OpenAI-compatible endpoint: no log-probabilities
+        def generate(self, messages, max_new_tokens=None, stop=()):
+            return "Enterprise contracts carry a 14-day refund window [1]."
+
+    reader = GenerativeReader(WritesOnly(), k=2, scored_citations=True, abstain_logprob=-1.0)
+    answer = reader.read(QUESTION, two_hits())
+    assert answer.reason is None and answer.sources == ("refund",) and "abstain_logprob" not in reader.last_
