@@ -27,8 +27,8 @@
 # OpenAI-compatible endpoint (Ollama, vLLM, a hosted API) replaces it when
 # `RAGBOOK_LLM_BASE_URL` and `RAGBOOK_LLM_MODEL` are set. The offline profile (CI, air-gapped
 # laptops) uses **SmolLM2-135M-Instruct**, the only chat model that ships in a pip package —
-# about a quarter of Qwen-0.5B's size, and it shows: it rarely cites or abstains when merely
-# asked. Every number below names the model that made it.
+# 135M parameters against Qwen's 0.5B (their model cards), and it shows: it rarely cites or
+# abstains when merely asked. Every number below names the model that made it.
 
 # %%
 import random
@@ -88,7 +88,7 @@ print("same reply twice (greedy):", first == second)
 # * passages are **numbered** and carry their **source**, so a claim can cite `[2]` and the
 #   code can map `[2]` back to a document;
 # * each passage is **fenced** (`<passage n=… source=…> … </passage>`) and the rules declare
-#   them untrusted reference material, never instructions (section 6 tests this);
+#   them untrusted reference material, never instructions (section 7 tests this);
 # * abstention is one **exact string**, `NOT_IN_CONTEXT`, so code can detect it — "I'm not
 #   sure, but…" cannot be detected reliably;
 # * conflicting passages are to be reported, both, each cited.
@@ -102,9 +102,9 @@ messages = build_messages(question, passages, few_shot=False)
 print("\n--- user message ---\n" + messages[-1]["content"][:900] + " …")
 
 # %% [markdown]
-# Small models imitate better than they obey, so `build_messages` can also put two worked
+# Models often imitate better than they obey, so `build_messages` can also put two worked
 # examples before the real question (`few_shot=True`, the default): one cited answer and one
-# `NOT_IN_CONTEXT`.
+# `NOT_IN_CONTEXT` (whether that helps this model is measured in section 9).
 
 # %%
 for m in build_messages(question, passages)[1:5]:
@@ -133,8 +133,8 @@ print(f"-> text {answer.text!r}\n   sources {answer.sources}, reason {answer.rea
 # Asking is not enough for a 135M-parameter model, so `GenerativeReader` can *enforce* each
 # rule instead (section 9 measures what each one bought):
 #
-# * **stop at the first blank line** — the reply is one paragraph; without a stop the model
-#   rambles on and invents passages of its own;
+# * **stop at the first blank line** — the reply is one paragraph, and generation ends there
+#   instead of running on to the token budget;
 # * **worked examples** (few-shot);
 # * **scored citation choice** (`scored_citations=True`) — for every sentence the model is not
 #   asked to *write* `[n]` but to *choose*: the reader compares log p(` [1]`), log p(` [2]`), …
@@ -166,11 +166,12 @@ for check in reader.last_.get("checks", []):
 print(f"-> text {answer.text!r}\n   sources {answer.sources}, reason {answer.reason}")
 
 # %% [markdown]
-# Read the check, not just the verdict: the sentence is backed by passage 1 by the letter of
-# the rule (its words and its figure "10" occur there), and it is still not what the page says
-# (5–10 business days). Lexical verification catches invented facts and wrong citations; it
-# cannot catch a backed-looking distortion. That is why the reader returns its `sources`: a
-# user (or chapter 9's pipeline) can always open them.
+# Read the check, not just the verdict. With SmolLM2 (offline) the sentence is backed by
+# passage 1 by the letter of the rule (its words and its figure "10" occur there), and it is
+# still not what the page says (5–10 business days). Lexical verification catches invented
+# figures and wrong citations; it cannot catch a distortion built from the passage's own
+# words. That is why the reader returns its `sources`: a user (or chapter 9's pipeline) can
+# always open them.
 
 # %% [markdown]
 # ## 5 · `NOT_IN_CONTEXT` on questions the passages do not answer
@@ -192,8 +193,8 @@ for t in unanswerable:
 #
 # Two current pages disagree: the Free-plan overview says 90 days of ticket history are
 # kept, the data-retention page says tickets older than 30 days are deleted. The contract asks
-# for both statements, each cited. A reader that picks one silently gives a customer a
-# confident wrong answer half the time.
+# for both statements, each cited. A reader that picks one silently hands the customer one of
+# two contradicting statements as if the matter were settled.
 
 # %%
 conflict_q = "we're on free - will tickets from two months ago still be there?"
