@@ -123,8 +123,9 @@ print(f"without the mask the best pair is tokens {ui}..{uj} "
       f"({tokens[ui]} … {tokens[uj]}; parts {seq_ids[ui]}, {seq_ids[uj]})")
 
 # %% [markdown]
-# With the standard model this prints `'14-day'` at characters 36–42: the answer, cut
-# verbatim out of the passage. Offline the head is untrained, so the span is arbitrary; what
+# With a SQuAD-trained model this gives `'14-day'` at characters 36–42, the answer cut
+# verbatim out of the passage (the curriculum's reference result; the standard profile runs
+# it here, the offline one cannot). Offline the head is untrained, so the span is arbitrary; what
 # holds in both profiles is the mechanics: the span lies inside the passage, end ≥ start, and
 # the text is a slice of the original string (never decoded word pieces, which would give
 # `14 - day` or lower-cased fragments). `ragbook.readers.ExtractiveReader` is exactly this
@@ -192,10 +193,10 @@ for stride in (0, 8, 24):
     print(f"stride {stride:2d}: {n:2d} windows of 64 tokens, {whole} hold '14-day refund window' whole")
 
 # %% [markdown]
-# Without overlap an answer on a window edge is in no window whole (the passage was padded until
-# it fell on one — with enough text, some answer always does); with a few shared tokens a window
-# holds it. More overlap costs more windows (more model calls) for the
-# same text — the chunking trade-off of chapter 1 again, inside the reader.
+# Without overlap an answer on a window edge is in no window whole (the passage was padded
+# until it fell on one — with enough text, some answer always does); with a few shared tokens
+# a window holds it. More overlap costs more windows (more model calls) for the same text —
+# the chunking trade-off of chapter 1 again, inside the reader.
 # `ExtractiveReader(max_length=384, stride=128)` are the defaults.
 
 # %%
@@ -227,8 +228,8 @@ for s in sorted(shipped.spans(question, context), key=lambda s: -s.score):
 # ## Measured on the reader sets
 #
 # The reader sets (`data/reader`) are SQuAD 2.0 files: help-centre and Python-docs
-# questions, each with one context; 47% are *unanswerable* — the context looks relevant and
-# does not answer (built the way retrieval fails). Every reader always has a best span, so
+# questions, each with one context; about half are *unanswerable* (the cell counts them) —
+# the context looks relevant and does not answer (built the way retrieval fails). Every reader always has a best span, so
 # abstention needs a threshold. It is chosen on **dev** (maximum F1) and reported on **test**.
 
 # %%
@@ -277,7 +278,7 @@ print(f"  always abstaining scores F1 {np.mean(abstain):.3f}")
 assert all(s.text == ex.context[s.start:s.end] for s, ex in zip(test_spans, test))
 
 # %% [markdown]
-# Timing needs care: `ragbook` caches embeddings on disk, so the loop above mostly read
+# Timing needs care: `ragbook` caches embeddings on disk, so the loop above may have read
 # vectors back. CPU time per answer is measured with the cache off, on 40 test questions:
 
 # %%
@@ -295,8 +296,8 @@ print(f"CPU time per answer, nothing cached: median {np.median(secs) * 1e3:.1f} 
 # Read the numbers against the floor: with about half the questions unanswerable, a reader
 # that always abstains already scores the unanswerable share. The shipped reader must beat
 # that row to earn its place, and the gap is the value it adds — measured, not assumed. The
-# last line of the cell is the guarantee of this chapter: every one of the test answers is a
-# verbatim slice of its context. (The reference figure of ~20 ms per answer for a small QA
+# `assert` at the end of the test cell is the guarantee of this chapter: every one of the test
+# answers is a verbatim slice of its context. (The reference figure of ~20 ms per answer for a small QA
 # model on a CPU comes from the curriculum; the median above is this machine's.)
 #
 # The threshold trades one error for the other. Moving it up buys correct silences on
@@ -320,7 +321,7 @@ plt.show()
 # ## What an extractive reader cannot do
 #
 # A span is copied, so it cannot be made up. By the same token it cannot do anything a
-# copy cannot do. Three questions from the help-centre test set show where that bites:
+# copy cannot do. Three questions of our own over help-centre pages show where that bites:
 
 # %%
 hc = load_helpcentre()
@@ -334,8 +335,8 @@ for kind, q, doc_ids in hard:
     print(f"{kind}: {q}\n  -> {answer.text!r}\n     (from {answer.sources[0]}, score {answer.scores[0]:.3f})\n")
 
 # %% [markdown]
-# * **No synthesis.** A yes/no question gets a sentence, not "no"; the reader cannot say
-#   "No — only cards and SEPA" unless some passage says exactly that.
+# * **No synthesis.** A yes/no question gets a sentence, not "no"; the reader can only
+#   answer "no" if some passage says exactly that.
 # * **No enumeration.** A list of conditions spread over a bullet list or several sentences
 #   comes back as one piece of it.
 # * **No combining.** A question whose answer needs two passages gets the best single span
