@@ -1,11 +1,12 @@
 """Readers: turn a question and retrieved hits into an ``Answer``.
 
-``GenerativeReader`` (below) writes an answer with a chat model instead, and checks what it
-cites; ``ExtractiveReader`` points at a span:
+``GenerativeReader`` (below) writes an answer with a chat model and checks what it cites;
+``SentenceReader`` returns the passage sentence closest to the question (the offline
+extractive reader); ``ExtractiveReader`` points at a span of a passage.
 
-``ExtractiveReader`` points at a span of a passage. A question-answering model gives two
-scores per token — how likely the answer *starts* there, and how likely it *ends* there.
-The reader (recent transformers has no question-answering pipeline, so we call the model):
+A question-answering model gives two scores per token — how likely the answer *starts*
+there, and how likely it *ends* there. ``ExtractiveReader`` (recent transformers has no
+question-answering pipeline, so it calls the model):
 
 1. encodes (question, passage) pairs, splitting long passages into overlapping windows
    (``max_length`` tokens, ``stride`` tokens shared between windows);
