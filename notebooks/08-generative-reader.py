@@ -178,7 +178,7 @@ print(f"-> text {answer.text!r}\n   sources {answer.sources}, reason {answer.rea
 #
 # The dev reading tasks (`load_reading_tasks`) pair each unanswerable question with two
 # passages that look relevant and do not answer it. The free-running model versus the reader
-# with every measure, on the first five:
+# of section 4, on the first five:
 
 # %%
 dev = load_reading_tasks("helpcentre", "dev")

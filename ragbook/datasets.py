@@ -276,13 +276,14 @@ def load_reading_tasks(name: str = "helpcentre", split: str = "dev", seed: int =
     examples = load_reader_set(name, split)
     negs = [e for e in examples if e.is_impossible]
     neg_of = {e.id.rsplit("-", 1)[0]: e for e in negs}
+    position = {e.id: j for j, e in enumerate(negs)}
     rng = random.Random(seed)
     tasks = []
     for i, ex in enumerate(examples):
         qid = ex.id.rsplit("-", 1)[0]
         if ex.is_impossible:
-            j = negs.index(ex)
-            pair = [(ex.id, ex), (negs[(j + 1) % len(negs)].id + "-other", negs[(j + 1) % len(negs)])]
+            nxt = negs[(position[ex.id] + 1) % len(negs)]
+            pair = [(ex.id, ex), (nxt.id + "-other", nxt)]
         else:
             other = neg_of.get(qid) or next(
                 n for n in negs[i % len(negs):] + negs[:i % len(negs)]

@@ -79,6 +79,7 @@ class LocalLLM:
         import sqlite3
 
         from . import models
+        from .embeddings import _slug
 
         if self._db is None:
             path = models.cache_dir("generations") / (_slug(self.name) + ".sqlite")
@@ -147,10 +148,6 @@ def _hash(obj) -> str:
     import hashlib
 
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)
 
 
 def _cut(text: str, stop: Sequence[str]) -> str:
