@@ -21,13 +21,17 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from .dense import NotBuiltError, _hit, _item, matches
+from .retrieval import (NotBuiltError, check_k, check_query, check_threshold, corpus_fingerprint,
+                        dumps, loads, make_hit, matches, read_manifest, records_from,
+                        save_atomic, validate_where)
 from .types import Chunk, Document, Hit
 
 __all__ = ["Tokenizer", "BM25Index", "STOPWORDS"]
@@ -38,28 +42,38 @@ STOPWORDS = frozenset("""a an and are as at be but by can do does for from had h
 if in into is it its me my of on or our so than that the their them then there these they
 this to was we were what when where which who why will with you your""".split())
 
-# A word, or a code: alphanumeric runs joined by _ - . (ERR_CONN_4021, beta.smart_routing,
+# A word, or a code: letter/digit runs joined by _ - . (ERR_CONN_4021, beta.smart_routing,
 # 14-day, 3.11, os.path.join). A trailing "." or "-" is punctuation, not part of the token.
-_TOKEN = re.compile(r"[0-9a-z]+(?:[_\-.][0-9a-z]+)*")
-_PART = re.compile(r"[0-9a-z]+")
+# "Letter or digit" is Unicode's (\w minus "_"), so café, Straße and ошибка stay words.
+# Han and kana are written without spaces, so each such character is a token of its own
+# (the usual unigram baseline for CJK keyword search).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_ALNUM = f"[^\\W_{_CJK}]"
+_TOKEN = re.compile(f"[{_CJK}]|{_ALNUM}+(?:[_\\-.]{_ALNUM}+)*")
+_PART = re.compile(f"{_ALNUM}+")
 
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """Lower-case, split into words and codes, drop stopwords.
+    """Normalise (Unicode NFKC, case-folded), split into words and codes, drop stopwords.
 
     ``split_compounds=True`` also emits the parts of a code (``err_conn_4021`` ->
     ``err``, ``conn``, ``4021``), so a query for "conn 4021" still matches; off by default,
     because the parts of different codes collide (``err_conn_4021`` vs ``err_conn_4022``
     share two of three parts).
+
+    >>> Tokenizer()("Café CRÈME, Straße")
+    ['café', 'crème', 'strasse']
     """
 
     stopwords: bool = True
     split_compounds: bool = False
 
     def __call__(self, text: str) -> list[str]:
+        if not isinstance(text, str):
+            raise TypeError(f"Tokenizer takes a str, got {type(text).__name__}")
         out = []
-        for tok in _TOKEN.findall(text.lower()):
+        for tok in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
             if self.stopwords and tok in STOPWORDS:
                 continue
             out.append(tok)
@@ -73,26 +87,27 @@ class Tokenizer:
 class BM25Index:
     """BM25 retriever (settings here; ``build`` fills it). Satisfies the retriever contract:
     ``search(query, k, where) -> list[Hit]``; a document sharing no term with the query is
-    not a match and is never returned."""
+    not a match and is never returned. ``min_score`` drops hits scoring below it."""
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer | None = None):
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0 <= b <= 1:
-            raise ValueError(f"b must be in [0, 1], got {b}")
-        self.k1, self.b = k1, b
+    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer | None = None,
+                 min_score: float | None = None):
+        if check_threshold(k1, "k1") is None or k1 < 0:
+            raise ValueError(f"k1 must be a number >= 0, got {k1!r}")
+        if check_threshold(b, "b") is None or not 0 <= b <= 1:
+            raise ValueError(f"b must be a number in [0, 1], got {b!r}")
+        self.k1, self.b = float(k1), float(b)
         self.tokenizer = tokenizer or Tokenizer()
+        self.min_score = check_threshold(min_score, "min_score")
 
-    def build(self, items: Sequence[Chunk | Document]) -> "BM25Index":
-        """Tokenise every item and precompute its BM25 weight for every term it contains."""
+    def build(self, items: Sequence[Chunk | Document]) -> BM25Index:
+        """Tokenise every item and precompute its BM25 weight for every term it contains.
+        Blank texts and duplicate ids are rejected, naming the item."""
         from scipy import sparse
 
-        self.items_ = [_item(x) for x in items]
-        if len({it["id"] for it in self.items_}) != len(self.items_):
-            raise ValueError("item ids must be unique; two items share an id")
+        records = records_from(items)
         vocab: dict[str, int] = {}
         rows, cols, tfs, lengths = [], [], [], []
-        for r, it in enumerate(self.items_):
+        for r, it in enumerate(records):
             toks = self.tokenizer(it["text"])
             lengths.append(len(toks))
             counts: dict[int, int] = {}
@@ -102,27 +117,40 @@ class BM25Index:
             rows += [r] * len(counts)
             cols += list(counts)
             tfs += list(counts.values())
-        n = len(self.items_)
-        tf = sparse.csr_matrix((np.array(tfs, dtype=np.float64), (rows, cols)), shape=(n, len(vocab)))
-        self.vocab_ = vocab
+        n = len(records)
+        tf = sparse.csr_matrix((np.array(tfs, dtype=np.float64), (rows, cols)),
+                               shape=(n, len(vocab)))
+        self.items_, self.vocab_ = records, vocab
         self.doc_len_ = np.array(lengths, dtype=np.float64)
         self.avgdl_ = float(self.doc_len_.mean()) if n else 0.0
         df = np.bincount(np.array(cols, dtype=np.int64), minlength=len(vocab))
         self.idf_ = np.log1p((n - df + 0.5) / (df + 0.5))
-        # weight[d, t] = idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl)), on the non-zeros only
+        # weight[d, t] = idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl)), non-zeros only
         norm = self.k1 * (1 - self.b + self.b * self.doc_len_ / max(self.avgdl_, 1e-9))
         w = tf.tocoo()
         data = self.idf_[w.col] * w.data / (w.data + norm[w.row])
         self.weights_ = sparse.csc_matrix((data, (w.row, w.col)), shape=tf.shape)
+        self.corpus_fingerprint_ = corpus_fingerprint(records)
         return self
 
     def __len__(self) -> int:
         return len(self.items_) if hasattr(self, "items_") else 0
 
+    def _built(self) -> None:
+        if not hasattr(self, "weights_"):
+            raise NotBuiltError("this BM25Index is empty: call .build(chunks) or "
+                                "BM25Index.load(path)")
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        self._built()
+        return self.corpus_fingerprint_
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every item for ``query`` (0 where no query term occurs)."""
-        if not hasattr(self, "weights_"):
-            raise NotBuiltError("this BM25Index is empty: call .build(chunks) or BM25Index.load(path)")
+        self._built()
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
         # a term repeated in the query counts each time, as in Lucene, bm25s and rank_bm25
         ids = [self.vocab_[t] for t in self.tokenizer(query) if t in self.vocab_]
         if not ids:
@@ -136,59 +164,90 @@ class BM25Index:
         v = np.concatenate([vals[ptr[i]:ptr[i + 1]] for i in ids])
         return np.bincount(r, weights=v, minlength=len(self.items_))
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None) -> list[Hit]:
-        """The top ``k`` matching items, best first; ``where`` filters before ranking."""
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
-        s = self.scores(query)
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
+               min_score: float | None = None) -> list[Hit]:
+        """The top ``k`` (the number of results) matching items, best first; ``where``
+        filters before ranking; ``min_score`` (or the index's) drops weaker hits."""
+        self._built()
+        k, where = check_k(k), validate_where(where)
+        s = self.scores(check_query(query))
+        floor = self.min_score if min_score is None else check_threshold(min_score)
+        ok = s > 0 if floor is None else (s > 0) & (s >= floor)
+        candidates = np.flatnonzero(ok)
         if where:
-            candidates = np.array([i for i in np.flatnonzero(s > 0)
+            candidates = np.array([i for i in candidates
                                    if matches(self.items_[i]["metadata"], where)], dtype=np.int64)
-        else:
-            candidates = None  # every item; non-matches (score 0) are dropped below
-        pool = s if candidates is None else s[candidates]
-        if not len(pool):
+        if not len(candidates):
             return []
+        pool = s[candidates]
         top = np.argpartition(-pool, k - 1)[:k] if len(pool) > k else np.arange(len(pool))
         top = top[np.lexsort((top, -pool[top]))]  # best first; ties by corpus position
-        idx = top if candidates is None else candidates[top]
-        return [_hit(self.items_[i], s[i], r) for r, i in enumerate(idx[s[idx] > 0], 1)]
+        return [make_hit(self.items_[i], s[i], r) for r, i in enumerate(candidates[top], 1)]
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
+        """Write the index to folder ``path`` all-or-nothing, with a checksummed manifest."""
         from scipy import sparse
 
-        if not hasattr(self, "weights_"):
-            raise NotBuiltError("nothing to save: call .build(chunks) first")
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        sparse.save_npz(path / "weights.npz", self.weights_)
-        meta = {"k1": self.k1, "b": self.b, "tokenizer": asdict(self.tokenizer), "vocab": self.vocab_,
-                "doc_len": self.doc_len_.tolist(), "idf": self.idf_.tolist(), "items": self.items_}
-        (path / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        return path
+        self._built()
+
+        def write(folder: Path) -> None:
+            sparse.save_npz(folder / "weights.npz", self.weights_)
+            meta = {"k1": self.k1, "b": self.b, "min_score": self.min_score,
+                    "tokenizer": asdict(self.tokenizer), "vocab": self.vocab_,
+                    "doc_len": self.doc_len_.tolist(), "idf": self.idf_.tolist()}
+            (folder / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False),
+                                              encoding="utf-8")
+            (folder / "records.json").write_text(dumps(self.items_), encoding="utf-8")
+
+        info = {"count": len(self), "terms": len(self.vocab_),
+                "corpus_fingerprint": self.corpus_fingerprint_}
+        return save_atomic(path, "BM25Index", write, info)
 
     @classmethod
-    def load(cls, path: str | Path) -> "BM25Index":
+    def load(cls, path: str | Path) -> BM25Index:
+        """Read an index saved by ``save``, verifying every file against the manifest."""
         from scipy import sparse
 
         path = Path(path)
-        if not (path / "bm25.json").exists():
-            raise FileNotFoundError(f"no saved BM25Index in {str(path)!r} (expected bm25.json and "
-                                    f"weights.npz written by BM25Index.save)")
+        manifest = read_manifest(path, "BM25Index")
         meta = json.loads((path / "bm25.json").read_text(encoding="utf-8"))
-        self = cls(meta["k1"], meta["b"], Tokenizer(**meta["tokenizer"]))
-        self.items_, self.vocab_ = meta["items"], meta["vocab"]
+        self = cls(meta["k1"], meta["b"], Tokenizer(**meta["tokenizer"]), meta["min_score"])
+        self.items_ = loads((path / "records.json").read_text(encoding="utf-8"))
+        self.vocab_ = meta["vocab"]
         self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
         self.avgdl_ = float(self.doc_len_.mean()) if len(self.doc_len_) else 0.0
         self.weights_ = sparse.load_npz(path / "weights.npz").tocsc()
+        self.corpus_fingerprint_ = corpus_fingerprint(self.items_)
+        if self.corpus_fingerprint_ != manifest["corpus_fingerprint"]:
+            raise ValueError(f"{str(path)!r}: records.json does not hold the corpus the "
+                             f"manifest describes; rebuild and save the index again")
         return self
 
     def __repr__(self) -> str:
-        state = f"{len(self)} items, {len(self.vocab_)} terms" if hasattr(self, "vocab_") else "not built"
+        state = (f"{len(self)} items, {len(self.vocab_)} terms" if hasattr(self, "vocab_")
+                 else "not built")
         return f"BM25Index(k1={self.k1}, b={self.b}, {state})"
 
 
 def idf_lucene(n_docs: int, df: int) -> float:
     """ln(1 + (N − n + 0.5) / (n + 0.5)): positive for every n <= N."""
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_weight(tf, doc_len, avgdl, idf, k1: float = 1.2, b: float = 0.75):
+    """One query term's contribution to a document's BM25 score:
+    ``idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))``. ``tf`` saturates (``k1``
+    sets how fast); ``b`` sets how much a longer-than-average document is penalised.
+    Works elementwise on numpy arrays too — ``BM25Index.build`` computes this weight for
+    every (document, term) pair once.
+
+    >>> round(term_weight(tf=1, doc_len=100, avgdl=100, idf=2.0), 4)
+    0.9091
+    >>> term_weight(tf=0, doc_len=80, avgdl=100, idf=3.0)
+    0.0
+    """
+    return idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))
+
+
+__all__ += ["idf_lucene", "term_weight"]

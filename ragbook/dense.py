@@ -1,9 +1,11 @@
-"""DenseIndex: nearest-neighbour search over unit vectors with FAISS's inner-product index.
+"""DenseIndex = an Encoder + a VectorStore: nearest-neighbour search over unit vectors.
 
 Unit vectors make the inner product equal to cosine similarity (chapter 2), so an exact
-``IndexFlatIP`` ranks exactly as cosine would. The index also remembers *which* encoder
-(model and prefix scheme) made its vectors, and refuses queries from any other: vectors of
-two models live in unrelated spaces, and mixing them fails silently otherwise.
+``IndexFlatIP`` ranks exactly as cosine would. ``FaissStore`` is the in-process
+``VectorStore`` (``ragbook.retrieval``); the Milvus store of chapter 11 is another. The index
+also remembers *which* encoder (model weights, prefix scheme, input length) made its
+vectors, and refuses queries from any other: vectors of two models live in unrelated
+spaces, and mixing them fails silently otherwise.
 
 Metadata filters (``where=``) run *inside* the search through FAISS ID selectors, so a
 narrow filter over a large index still returns k hits. ``search_postfilter`` keeps the
@@ -15,17 +17,20 @@ naive alternative — fetch ``k * overfetch`` then filter — for chapter 3 to s
 """
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .embeddings import Encoder
+from .retrieval import (NotBuiltError, check_k, check_query, check_threshold, corpus_fingerprint,
+                        dumps, loads, make_hit, matches, read_manifest, records_from,
+                        save_atomic, validate_where)
 from .types import Chunk, Document, Hit
 
-__all__ = ["DenseIndex", "EncoderMismatchError", "matches", "NotBuiltError"]
+__all__ = ["DenseIndex", "FaissStore", "EncoderMismatchError", "NotBuiltError", "matches"]
 
 KINDS = ("flat", "hnsw")
 
@@ -34,63 +39,184 @@ class EncoderMismatchError(ValueError):
     """A query encoder differs from the one that built the index."""
 
 
-class NotBuiltError(RuntimeError):
-    """The index was used before ``build`` (or ``load``)."""
+def _check_vectors(vectors: Any, dim: int | None, n: int | None = None) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        v = v.reshape(1, -1)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array (n, dim), got shape {v.shape}")
+    if dim is not None and v.shape[1] != dim:
+        raise ValueError(f"vectors have dimension {v.shape[1]} but this store holds "
+                         f"{dim}-d vectors; embed with the encoder that built it")
+    if n is not None and v.shape[0] != n:
+        raise ValueError(f"got {v.shape[0]} vectors for {n} items; give one row per item")
+    if not np.isfinite(v).all():
+        raise ValueError("vectors contain NaN or infinity; check the encoder's output")
+    return np.ascontiguousarray(v)
 
 
-def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """Does ``metadata`` satisfy ``where``? Each key must hold; a value is compared by
-    equality, a list/tuple/set means "one of", and a dict of operators
-    (``$eq $ne $in $nin $gt $gte $lt $lte``) compares as named.
+class FaissStore:
+    """The in-process ``VectorStore``: records (dicts from ``retrieval.record``) and their
+    vectors in a FAISS inner-product index, row i of FAISS = ``records[i]``.
 
-    >>> matches({"status": "current", "updated": "2025-06-01"},
-    ...         {"status": "current", "updated": {"$gte": "2025-01-01"}})
-    True
+    ``kind="flat"`` is exact search; ``kind="hnsw"`` an approximate graph (``hnsw_m`` links
+    per node, ``ef_search`` candidates explored per query: higher is slower, closer to exact).
     """
-    if not where:
-        return True
-    for key, cond in where.items():
-        value = metadata.get(key)
-        if isinstance(cond, Mapping):
-            for op, arg in cond.items():
-                if op not in _OPS:
-                    raise ValueError(f"unknown filter operator {op!r} on {key!r}; use one of "
-                                     f"{', '.join(_OPS)}")
-                if value is None or not _OPS[op](value, arg):
-                    return False
-        elif isinstance(cond, (list, tuple, set, frozenset)):
-            if value not in cond:
-                return False
-        elif value != cond:
-            return False
-    return True
 
+    def __init__(self, dim: int, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 64,
+                 ef_construction: int = 80):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        self.dim = check_k(dim, "dim")
+        self.kind, self.hnsw_m = kind, check_k(hnsw_m, "hnsw_m")
+        self.ef_search = check_k(ef_search, "ef_search")
+        self.ef_construction = check_k(ef_construction, "ef_construction")
+        self.records: list[dict] = []
+        self._pos: dict[str, int] = {}
+        self._fingerprint: str | None = None
+        self.index = self._new_index()
 
-_OPS = {"$eq": lambda v, a: v == a, "$ne": lambda v, a: v != a, "$in": lambda v, a: v in a,
-        "$nin": lambda v, a: v not in a, "$gt": lambda v, a: v > a, "$gte": lambda v, a: v >= a,
-        "$lt": lambda v, a: v < a, "$lte": lambda v, a: v <= a}
+    def _new_index(self):
+        import faiss
 
+        if self.kind == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.ef_construction
+        return index
 
-def _hit(item: dict, score: float, rank: int) -> Hit:
-    """A Hit for one stored item (the dict form indexes keep: id, doc_id, text, metadata)."""
-    return Hit(id=item["id"], score=float(score), rank=rank, doc_id=item["doc_id"],
-               text=item["text"], metadata=item["metadata"])
+    def __len__(self) -> int:
+        return len(self.records)
 
+    @property
+    def corpus_fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = corpus_fingerprint(self.records)
+        return self._fingerprint
 
-def _item(x: Chunk | Document) -> dict:
-    if isinstance(x, Chunk):
-        return {"id": x.id, "doc_id": x.doc_id, "text": x.text, "metadata": dict(x.metadata)}
-    if isinstance(x, Document):
-        return {"id": x.id, "doc_id": x.id, "text": x.text, "metadata": dict(x.metadata)}
-    raise TypeError(f"index Chunk or Document objects, got {type(x).__name__}")
+    def add(self, records: Sequence[dict], vectors: np.ndarray) -> None:
+        """Append records and their vectors; an id already stored is an error (delete first)."""
+        vectors = _check_vectors(vectors, self.dim, len(records))
+        for r in records:
+            if r["id"] in self._pos:
+                raise ValueError(f"item id {r['id']!r} is already in the store; delete it "
+                                 f"first to replace it")
+        if len({r["id"] for r in records}) != len(records):
+            raise ValueError("the records to add repeat an id; ids must be unique")
+        if len(records):
+            self.index.add(vectors)
+        for r in records:
+            self._pos[r["id"]] = len(self.records)
+            self.records.append(r)
+        self._fingerprint = None
+
+    def get(self, ids: Sequence[str]) -> list[dict]:
+        """The records for ``ids`` in that order; an unknown id is a KeyError naming it."""
+        missing = [i for i in ids if i not in self._pos]
+        if missing:
+            raise KeyError(f"no item with id {missing[0]!r} in the store "
+                           f"({len(missing)} unknown ids)")
+        return [self.records[self._pos[i]] for i in ids]
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove the items with ``ids`` (unknown ids are ignored); return how many went."""
+        drop = sorted({self._pos[i] for i in ids if i in self._pos})
+        if not drop:
+            return 0
+        keep = np.setdiff1d(np.arange(len(self.records)), drop)
+        if self.kind == "flat":
+            self.index.remove_ids(np.asarray(drop, dtype=np.int64))
+        else:  # a graph index cannot remove nodes: rebuild it from the kept vectors
+            kept = self.index.reconstruct_batch(keep) if len(keep) else None
+            self.index = self._new_index()
+            if kept is not None:
+                self.index.add(kept)
+        self.records = [self.records[i] for i in keep]
+        self._pos = {r["id"]: i for i, r in enumerate(self.records)}
+        self._fingerprint = None
+        return len(drop)
+
+    def search(self, vectors: np.ndarray, k: int, where: Mapping[str, Any] | None = None
+               ) -> tuple[list[list[str]], list[np.ndarray]]:
+        """Per query row: the ids and scores of the best ``k`` records passing ``where``."""
+        k = check_k(k)
+        where = validate_where(where)
+        q = _check_vectors(vectors, self.dim)
+        ids, scores = [], []
+        for row in q:
+            s, pos = self.search_positions(row, k, where)
+            ids.append([self.records[i]["id"] for i in pos])
+            scores.append(s)
+        return ids, scores
+
+    def search_positions(self, qvec: np.ndarray, k: int, where: Mapping[str, Any] | None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and record positions of the best ``k`` (at most len(self)) for one query."""
+        k = min(k, len(self.records))
+        if k == 0:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        allowed = None
+        if where:
+            allowed = np.array([i for i, r in enumerate(self.records)
+                                if matches(r["metadata"], where)], dtype=np.int64)
+            if not len(allowed):
+                return np.zeros(0, np.float32), np.zeros(0, np.int64)
+            if self.kind == "hnsw" and len(allowed) <= max(2_000, 10 * k):
+                # a selective filter starves a graph search of paths; score the few allowed
+                # vectors exactly instead (what vector databases do for narrow filters)
+                return self._exact_subset(qvec, allowed, k)
+        scores, pos = self.raw(qvec, k, allowed)
+        keep = pos >= 0  # FAISS pads with -1 when fewer than k items qualify: drop those
+        return scores[keep], pos[keep]
+
+    def raw(self, qvec: np.ndarray, k: int, allowed: np.ndarray | None = None):
+        """FAISS's own top ``k`` (clamped to the store's size), restricted to ``allowed``."""
+        import faiss
+
+        k = min(k, len(self.records))
+        sel = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+        if self.kind == "hnsw":
+            # a graph search cannot return more than efSearch results: explore at least k
+            params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+            if sel is not None:
+                params.sel = sel
+        else:
+            params = faiss.SearchParameters(sel=sel) if sel is not None else None
+        q = _check_vectors(qvec, self.dim)
+        scores, pos = self.index.search(q, k, params=params)
+        return scores[0], pos[0]
+
+    def _exact_subset(self, qvec, allowed: np.ndarray, k: int):
+        scores = self.index.reconstruct_batch(allowed) @ np.asarray(qvec, dtype=np.float32)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return scores[order], allowed[order]
+
+    # -- persistence: files inside a folder that DenseIndex saves atomically ------------------
+    def write(self, folder: Path) -> None:
+        import faiss
+
+        faiss.write_index(self.index, str(folder / "index.faiss"))
+        (folder / "records.json").write_text(dumps(self.records), encoding="utf-8")
+
+    @classmethod
+    def read(cls, folder: Path, settings: Mapping[str, Any]) -> FaissStore:
+        import faiss
+
+        self = cls(**settings)
+        self.index = faiss.read_index(str(folder / "index.faiss"))
+        self.records = loads((folder / "records.json").read_text(encoding="utf-8"))
+        self._pos = {r["id"]: i for i, r in enumerate(self.records)}
+        if self.index.ntotal != len(self.records) or self.index.d != self.dim:
+            raise ValueError(f"{str(folder)!r}: index.faiss holds {self.index.ntotal} "
+                             f"{self.index.d}-d vectors for {len(self.records)} records")
+        return self
 
 
 class DenseIndex:
-    """Dense retriever over FAISS (settings here; ``build`` fills it).
+    """Dense retriever: an ``Encoder`` + a ``FaissStore`` (settings here; ``build`` fills it).
 
-    ``kind="flat"`` is exact search (the default); ``kind="hnsw"`` an approximate graph
-    index (``hnsw_m`` links per node, ``ef_search`` candidates explored per query: higher is
-    slower and closer to exact). ``min_score`` drops hits below a similarity floor.
+    ``kind``, ``hnsw_m``, ``ef_search``, ``ef_construction`` configure the store;
+    ``min_score`` drops hits below a cosine floor (so fewer than k may return);
     ``overfetch`` is how many times k the post-filter contrast fetches.
     """
 
@@ -99,171 +225,202 @@ class DenseIndex:
                  ef_search: int = 64, ef_construction: int = 80):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-        if overfetch < 1:
-            raise ValueError(f"overfetch must be >= 1, got {overfetch}")
         self.encoder = encoder if encoder is not None else Encoder()
-        self.kind, self.min_score, self.overfetch = kind, min_score, overfetch
+        self.kind, self.min_score = kind, check_threshold(min_score, "min_score")
+        self.overfetch = check_k(overfetch, "overfetch")
         self.hnsw_m, self.ef_search, self.ef_construction = hnsw_m, ef_search, ef_construction
 
+    def _settings(self, dim: int) -> dict:
+        return {"dim": dim, "kind": self.kind, "hnsw_m": self.hnsw_m,
+                "ef_search": self.ef_search, "ef_construction": self.ef_construction}
+
     # -- building --------------------------------------------------------------------------
-    def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None) -> "DenseIndex":
-        """Embed ``items`` as passages (or take ``vectors``, one unit row per item) and index them."""
-        self.items_ = [_item(x) for x in items]
-        if len({it["id"] for it in self.items_}) != len(self.items_):
-            raise ValueError("item ids must be unique; two chunks share an id")
+    def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
+              ) -> DenseIndex:
+        """Embed ``items`` as passages (or take ``vectors``, one unit row per item) and
+        index them. Blank texts and duplicate ids are rejected, naming the item."""
+        records = records_from(items)
+        vectors = self._vectors(records, vectors)
+        dim = vectors.shape[1] if len(records) else self.encoder.dim
+        t = time.perf_counter()
+        store = FaissStore(**self._settings(dim))
+        store.add(records, vectors)
+        self.build_seconds_ = time.perf_counter() - t
+        self.store_, self.encoder_fingerprint_ = store, self.encoder.fingerprint
+        return self
+
+    def add(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
+            ) -> DenseIndex:
+        """Embed and append more items to a built index."""
+        self._built()
+        records = records_from(items)
+        self.store_.add(records, self._vectors(records, vectors))
+        return self
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove items by id; returns how many were removed."""
+        return self._built().delete(list(ids))
+
+    def _vectors(self, records: list[dict], vectors) -> np.ndarray:
         if vectors is None:
-            vectors = self.encoder.encode_passages([it["text"] for it in self.items_])
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.shape[0] != len(self.items_):
-            raise ValueError(f"got {vectors.shape[0]} vectors for {len(self.items_)} items")
+            vectors = self.encoder.encode_passages([r["text"] for r in records])
+        vectors = _check_vectors(vectors, None, len(records)) if len(records) else \
+            np.zeros((0, self.encoder.dim), np.float32)
         norms = np.linalg.norm(vectors, axis=1)
         if len(norms) and not np.allclose(norms, 1.0, atol=1e-3):
             raise ValueError("vectors must be unit length (inner product = cosine); normalise "
                              "them first (ragbook.similarity.normalise)")
-        self.fingerprint_ = self.encoder.fingerprint
-        t = time.perf_counter()
-        self.index_ = self._new_index(vectors.shape[1] if len(vectors) else self.encoder.dim)
-        if len(vectors):
-            self.index_.add(vectors)
-        self.build_seconds_ = time.perf_counter() - t
-        return self
+        return vectors
 
-    def _new_index(self, dim: int):
-        import faiss
-
-        if self.kind == "flat":
-            return faiss.IndexFlatIP(dim)
-        index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = self.ef_construction
-        return index
+    def _built(self) -> FaissStore:
+        if not hasattr(self, "store_"):
+            raise NotBuiltError("this DenseIndex is empty: call .build(chunks) or "
+                                "DenseIndex.load(path)")
+        return self.store_
 
     def __len__(self) -> int:
-        return len(self.items_) if hasattr(self, "items_") else 0
+        return len(self.store_) if hasattr(self, "store_") else 0
+
+    @property
+    def items_(self) -> list[dict]:
+        """The stored records (id, doc_id, text, start, end, metadata), in index order."""
+        return self._built().records
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        return self._built().corpus_fingerprint
 
     # -- searching -------------------------------------------------------------------------
-    def _check(self, k: int) -> None:
-        if not hasattr(self, "index_"):
-            raise NotBuiltError("this DenseIndex is empty: call .build(chunks) or DenseIndex.load(path)")
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
-        if self.encoder.fingerprint != self.fingerprint_:
+    def _check(self, k: int) -> int:
+        self._built()
+        k = check_k(k)
+        if self.encoder.fingerprint != self.encoder_fingerprint_:
             raise EncoderMismatchError(
-                f"this index was built with {self.fingerprint_!r} but the query encoder is "
-                f"{self.encoder.fingerprint!r}; vectors of different models (or prefix schemes) "
-                f"are not comparable. Query with the same encoder, or rebuild the index with "
-                f"the new one (re-embedding the corpus)")
+                f"this index was built with {self.encoder_fingerprint_!r} but the query "
+                f"encoder is {self.encoder.fingerprint!r}; vectors of different models (or "
+                f"prefix schemes) are not comparable. Query with the same encoder, or rebuild "
+                f"the index with the new one (re-embedding the corpus)")
+        return k
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
                min_score: float | None = None) -> list[Hit]:
         """The top ``k`` items for ``query``, best first, filtered by ``where`` during the
         search; ``min_score`` (or the index's) drops weaker hits, so fewer than k may return."""
-        self._check(k)
-        qvec = self.encoder.encode_queries([query])[0]
+        k = self._check(k)
+        qvec = self.encoder.encode_queries([check_query(query)])[0]
         return self.search_vector(qvec, k, where, min_score)
 
-    def search_vector(self, qvec: np.ndarray, k: int = 10, where: Mapping[str, Any] | None = None,
+    def search_vector(self, qvec: np.ndarray, k: int = 10,
+                      where: Mapping[str, Any] | None = None,
                       min_score: float | None = None) -> list[Hit]:
         """``search`` for an already-embedded query (unit vector from the same encoder)."""
-        self._check(k)
-        params = None
-        if where:
-            allowed = np.array([i for i, it in enumerate(self.items_) if matches(it["metadata"], where)],
-                               dtype=np.int64)
-            if not len(allowed):
-                return []
-            if self.kind == "hnsw" and len(allowed) <= max(2_000, 10 * k):
-                # a selective filter starves a graph search of paths; score the few allowed
-                # vectors exactly instead (what vector databases do for narrow filters)
-                return self._exact_subset(qvec, allowed, k, min_score)
-            params = self._params(allowed, k)
-        elif self.kind == "hnsw":
-            params = self._params(None, k)
-        scores, ids = self._raw(qvec, k, params)
-        return self._hits(scores, ids, k, self.min_score if min_score is None else min_score)
+        k = self._check(k)
+        floor = self.min_score if min_score is None else check_threshold(min_score)
+        scores, pos = self.store_.search_positions(qvec, k, validate_where(where))
+        return self._hits(scores, pos, k, floor)
 
-    def search_postfilter(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
+    def search_postfilter(self, query: str, k: int = 10,
+                          where: Mapping[str, Any] | None = None,
                           overfetch: int | None = None) -> list[Hit]:
         """The naive way, kept for teaching: fetch ``k * overfetch`` nearest items, *then*
         drop those failing ``where``. A narrow filter over a big index can leave nothing."""
-        self._check(k)
-        qvec = self.encoder.encode_queries([query])[0]
-        fetch = k * (overfetch or self.overfetch)
-        scores, ids = self._raw(qvec, fetch, self._params(None, fetch) if self.kind == "hnsw" else None)
-        keep = [(s, i) for s, i in zip(scores, ids) if i >= 0 and matches(self.items_[i]["metadata"], where)]
-        return self._hits(np.array([s for s, _ in keep]), np.array([i for _, i in keep]), k, self.min_score)
+        k = self._check(k)
+        where = validate_where(where)
+        qvec = self.encoder.encode_queries([check_query(query)])[0]
+        scores, pos = self.store_.raw(qvec, k * check_k(overfetch or self.overfetch, "overfetch"))
+        recs = self.store_.records
+        keep = [j for j, i in enumerate(pos) if i >= 0 and matches(recs[i]["metadata"], where)]
+        return self._hits(scores[keep], pos[keep], k, self.min_score)
 
-    def _exact_subset(self, qvec, allowed: np.ndarray, k: int, min_score) -> list[Hit]:
-        vecs = self.index_.reconstruct_batch(allowed)
-        scores = vecs @ np.asarray(qvec, dtype=np.float32)
-        order = np.argsort(-scores, kind="stable")[:k]
-        return self._hits(scores[order], allowed[order], k,
-                          self.min_score if min_score is None else min_score)
-
-    def _params(self, allowed: np.ndarray | None, k: int):
-        import faiss
-
-        sel = faiss.IDSelectorBatch(allowed) if allowed is not None else None
-        if self.kind == "hnsw":
-            # a graph search cannot return more than efSearch results: explore at least k
-            p = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
-            if sel is not None:
-                p.sel = sel
-            return p
-        return faiss.SearchParameters(sel=sel)
-
-    def _raw(self, qvec: np.ndarray, k: int, params) -> tuple[np.ndarray, np.ndarray]:
-        q = np.ascontiguousarray(np.asarray(qvec, dtype=np.float32).reshape(1, -1))
-        k = min(k, len(self.items_)) if self.items_ else 1
-        scores, ids = self.index_.search(q, k, params=params) if params is not None else self.index_.search(q, k)
-        return scores[0], ids[0]
-
-    def _hits(self, scores, ids, k, min_score) -> list[Hit]:
-        hits = []
-        for s, i in zip(scores, ids):
-            if i < 0:  # FAISS pads with -1 when fewer than k items qualify: never pass those on
+    def _hits(self, scores, pos, k, floor) -> list[Hit]:
+        recs, hits = self.store_.records, []
+        for s, i in zip(scores, pos):
+            if floor is not None and s < floor:
                 continue
-            if min_score is not None and s < min_score:
-                continue
-            hits.append(_hit(self.items_[int(i)], s, len(hits) + 1))
+            hits.append(make_hit(recs[int(i)], s, len(hits) + 1))
             if len(hits) == k:
                 break
         return hits
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the FAISS index and the items + encoder stamp to folder ``path``."""
-        import faiss
-
-        if not hasattr(self, "index_"):
-            raise NotBuiltError("nothing to save: call .build(chunks) first")
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(self.index_, str(path / "index.faiss"))
-        meta = {"fingerprint": self.fingerprint_, "kind": self.kind, "min_score": self.min_score,
-                "overfetch": self.overfetch, "hnsw_m": self.hnsw_m, "ef_search": self.ef_search,
-                "ef_construction": self.ef_construction, "items": self.items_}
-        (path / "items.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        return path
+        """Write the index to folder ``path`` all-or-nothing, with a manifest (counts,
+        checksums, encoder and corpus fingerprints) that ``load`` verifies."""
+        store = self._built()
+        info = {"count": len(store), "dim": store.dim, "settings": self._settings(store.dim),
+                "min_score": self.min_score, "overfetch": self.overfetch,
+                "encoder_fingerprint": self.encoder_fingerprint_,
+                "corpus_fingerprint": store.corpus_fingerprint}
+        return save_atomic(path, "DenseIndex", store.write, info)
 
     @classmethod
-    def load(cls, path: str | Path, encoder: Encoder | None = None) -> "DenseIndex":
-        """Read an index saved by ``save``. The query encoder must match the one that built
-        it (checked now, not at the first query)."""
-        import faiss
-
+    def load(cls, path: str | Path, encoder: Encoder | None = None) -> DenseIndex:
+        """Read an index saved by ``save``, verifying every file against the manifest. The
+        query encoder must match the one that built it (checked now, not at the first query)."""
         path = Path(path)
-        if not (path / "index.faiss").exists():
-            raise FileNotFoundError(f"no saved DenseIndex in {str(path)!r} (expected index.faiss "
-                                    f"and items.json written by DenseIndex.save)")
-        meta = json.loads((path / "items.json").read_text(encoding="utf-8"))
-        self = cls(encoder, kind=meta["kind"], min_score=meta["min_score"], overfetch=meta["overfetch"],
-                   hnsw_m=meta["hnsw_m"], ef_search=meta["ef_search"],
-                   ef_construction=meta["ef_construction"])
-        self.items_, self.fingerprint_ = meta["items"], meta["fingerprint"]
-        self.index_ = faiss.read_index(str(path / "index.faiss"))
+        m = read_manifest(path, "DenseIndex")
+        st = m["settings"]
+        self = cls(encoder, kind=st["kind"], min_score=m["min_score"], overfetch=m["overfetch"],
+                   hnsw_m=st["hnsw_m"], ef_search=st["ef_search"],
+                   ef_construction=st["ef_construction"])
+        self.store_ = FaissStore.read(path, st)
+        self.encoder_fingerprint_ = m["encoder_fingerprint"]
+        if self.store_.corpus_fingerprint != m["corpus_fingerprint"]:
+            raise ValueError(f"{str(path)!r}: records.json does not hold the corpus the "
+                             f"manifest describes; rebuild and save the index again")
         self._check(1)
         return self
 
     def __repr__(self) -> str:
-        state = f"{len(self)} items, {self.fingerprint_}" if hasattr(self, "index_") else "not built"
+        state = (f"{len(self)} items, {self.encoder_fingerprint_}" if hasattr(self, "store_")
+                 else "not built")
         return f"DenseIndex(kind={self.kind!r}, {state})"
+
+
+# -- exact search over a plain matrix (the reference the indexes are measured against) ------
+
+def top_k_rows(query, matrix, k: int, metadata: Sequence[Mapping[str, Any]] | None = None,
+               where: Mapping[str, Any] | None = None) -> list[int]:
+    """Row positions of the ``k`` rows of ``matrix`` with the highest inner product with
+    ``query``, best first (ties: lower row first); with ``where``, only rows whose
+    ``metadata`` ``matches`` it compete (filter *before* ranking, as ``DenseIndex.search``).
+    Exact and index-free: what a flat index computes, in numpy.
+
+    >>> m = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    >>> top_k_rows(np.array([0.0, 1.0]), m, 2)
+    [1, 2]
+    >>> top_k_rows(np.array([0.0, 1.0]), m, 2, [{"d": "a"}, {"d": "b"}, {"d": "a"}], {"d": "a"})
+    [2, 0]
+    """
+    from .similarity import top_k
+
+    matrix, where = np.asarray(matrix, dtype=np.float64), validate_where(where)
+    if not where:
+        return top_k(matrix @ np.asarray(query, dtype=np.float64), k)
+    if metadata is None or len(metadata) != len(matrix):
+        raise ValueError(f"a filter needs one metadata dict per row: got "
+                         f"{'none' if metadata is None else len(metadata)} for {len(matrix)} rows")
+    allowed = [i for i, md in enumerate(metadata) if matches(md, where)]
+    scores = matrix[allowed] @ np.asarray(query, dtype=np.float64)
+    return [allowed[j] for j in top_k(scores, k)]
+
+
+def postfilter_rows(query, matrix, metadata: Sequence[Mapping[str, Any]],
+                    where: Mapping[str, Any] | None, k: int, overfetch: int) -> list[int]:
+    """The naive filter, in numpy: take the ``k * overfetch`` best rows of the whole matrix,
+    *then* drop those whose metadata fails ``where``, keep at most ``k``. A narrow filter
+    leaves fewer than ``k`` (``DenseIndex.search_postfilter`` does this over an index).
+
+    >>> m = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    >>> postfilter_rows(np.array([0.0, 1.0]), m, [{"d": "a"}, {"d": "b"}, {"d": "a"}],
+    ...                 {"d": "a"}, 1, 1)
+    []
+    """
+    if overfetch < 1:
+        raise ValueError(f"overfetch must be >= 1, got {overfetch}")
+    where = validate_where(where)
+    fetched = top_k_rows(query, matrix, k * overfetch)
+    return [i for i in fetched if matches(metadata[i], where)][:k]
+
+
+__all__ += ["top_k_rows", "postfilter_rows"]

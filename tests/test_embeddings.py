@@ -1,3 +1,6 @@
+import re
+import shutil
+from pathlib import Path
 import numpy as np
 import pytest
 
@@ -79,15 +82,62 @@ def test_cache_keys_include_the_prefix(fresh_cache):
     assert (forgot.cache_hits, forgot.cache_misses) == (1, 1)
 
 
-def test_fingerprint_names_model_and_prefix():
-    assert Encoder().fingerprint == "sentence-transformers/all-MiniLM-L6-v2|prefix=none|max_length=256"
+def test_fingerprint_names_model_weights_and_prefix():
+    fp = Encoder().fingerprint
+    assert re.fullmatch(r"sentence-transformers/all-MiniLM-L6-v2\|weights=[0-9a-f]{12}"
+                        r"\|prefix=none\|max_length=256", fp), fp
     assert "prefix=e5" in Encoder("prefix_encoder").fingerprint
+
+
+def test_other_weights_under_the_same_name_get_their_own_fingerprint_and_cache(tmp_path,
+                                                                              monkeypatch):
+    """RAGBOOK_MODEL_ENCODER pointed at other weights used to reuse the old model's cached
+    vectors (keyed by the model *name*)."""
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path / "cache"))
+    real = Encoder()
+    src = Path(real.spec.path)
+    other = tmp_path / "other-minilm"
+    shutil.copytree(src, other)
+    weights = next(p for p in other.rglob("*.safetensors"))
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(weights)
+    rng = np.random.default_rng(0)
+    save_file({k: (v + rng.normal(0, 0.05, v.shape)).astype(v.dtype) if v.dtype.kind == "f"
+               else v for k, v in tensors.items()}, weights)
+    monkeypatch.setenv("RAGBOOK_MODEL_ENCODER", str(other))
+    changed = Encoder()
+    assert changed.model_id == real.model_id           # same name ...
+    assert changed.fingerprint != real.fingerprint     # ... other weights, other identity
+    a, b = real.encode_passages([RIGHT]), changed.encode_passages([RIGHT])
+    assert (real.cache_misses, changed.cache_misses) == (1, 1)                  # embedded by the new model, not reused
+    assert float(a[0] @ b[0]) < 0.999
+
+
+def test_encoders_with_different_lengths_do_not_change_each_other():
+    """Encoder.model used to set max_seq_length on the process-wide model, so a second
+    Encoder(max_length=256) silently changed an earlier Encoder(max_length=32)'s vectors."""
+    long_text = " ".join(["the refund window for annual plans is thirty days"] * 20)
+    short = Encoder(max_length=32, cache=False)
+    first = short.encode_passages([long_text])
+    Encoder(max_length=256, cache=False).encode_passages([long_text])
+    np.testing.assert_allclose(short.encode_passages([long_text]), first, atol=1e-6)
+    assert short.model.max_seq_length == Encoder(cache=False).model.max_seq_length
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ("", ValueError, "blank"), ("   \n", ValueError, "blank"),
+    ("caf\udce9", ValueError, "lone surrogate"), (None, TypeError, "must be a str"),
+    (b"bytes", TypeError, "must be a str")])
+def test_blank_invalid_and_non_text_inputs_are_refused(bad, error, message):
+    with pytest.raises(error, match=message):
+        Encoder().encode_passages(["ok", bad])
 
 
 def test_bad_inputs_get_clear_errors():
     with pytest.raises(TypeError, match="list of strings"):
         Encoder().encode_queries(QUESTION)
-    with pytest.raises(TypeError, match=r"texts\[1\] is a int"):
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, got int"):
         Encoder().encode_passages(["ok", 3])
     with pytest.raises(ValueError, match="unknown prefix_scheme 'e6'"):
         Encoder(prefix_scheme="e6")

@@ -35,7 +35,7 @@ def test_a_document_only_bm25_finds_at_rank_30_is_rescued():
     dense = hits(*[f"d{i}" for i in range(100)])
     top29 = [x for pair in zip([f"d{i}" for i in range(15)], [f"k{i}" for i in range(14)]) for x in pair] + ["d14"]
     keyword = hits(*top29, "rescued", *[f"k{i}" for i in range(14, 84)])
-    fused = [h.id for h in reciprocal_rank_fusion([dense, keyword], top=50)]
+    fused = [h.id for h in reciprocal_rank_fusion([dense, keyword], k=50)]
     assert "rescued" in fused and "rescued" not in [h.id for h in dense]
 
 

@@ -115,3 +115,38 @@ def test_flat_api_does_not_shadow_submodules():
     for name in ("evaluate", "chunking", "dense", "bm25", "fusion", "rerank", "readers", "llm"):
         __import__(f"ragbook.{name}")
         assert isinstance(getattr(ragbook, name), types.ModuleType), name
+
+
+def test_standard_profile_without_network_fails_fast_with_the_fix():
+    """It used to retry for ~77 s and then raise a bare OSError."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(RAGBOOK_PROFILE="standard", HF_HOME=os.path.join(os.getcwd(), ".no-hf-home"))
+    code = ("import time; from ragbook import models\n"
+            "t = time.perf_counter()\n"
+            "try:\n    models.resolve('encoder')\nexcept models.ModelUnavailableError as e:\n"
+            "    print(round(time.perf_counter() - t, 1), e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    seconds, message = out.stdout.split(" ", 1)
+    assert float(seconds) < 10
+    assert "RAGBOOK_PROFILE=offline" in message and "RAGBOOK_MODEL_ENCODER" in message
+
+
+def test_no_import_circle_hidden_in_functions():
+    """models <-> embeddings <-> rerank imported each other in a circle, dodged by 16
+    imports inside functions. Now models imports no ragbook module, and every import of a
+    ragbook module sits at the top of its file (functions import only heavy libraries)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(models.__file__).parent
+    hidden = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                if path.name == "models.py":
+                    hidden.append(f"{path.name}: from {'.' * node.level}{node.module}")
+                elif node not in tree.body:
+                    hidden.append(f"{path.name}:{node.lineno}")
+    assert hidden == []
