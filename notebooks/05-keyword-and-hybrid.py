@@ -179,7 +179,7 @@ sets = {"help centre": (hc_hybrid, [(q.id, q.standalone) for q in hc.split("test
 channels = {name: channel_runs(h, qs) for name, (h, qs, _) in sets.items()}
 for name, (h, qs, qrels) in sets.items():
     dense, keyword = channels[name]
-    fused = {q: reciprocal_rank_fusion([dense[q], keyword[q]], top=50) for q in dense}
+    fused = {q: reciprocal_rank_fusion([dense[q], keyword[q]], k=50) for q in dense}
     runs = {"dense": run_from_hits(dense), "bm25": run_from_hits(keyword), "hybrid (RRF)": run_from_hits(fused)}
     print(f"-- {name} test ({len(qrels)} questions); differences are paired, against dense")
     print(format_table(compare_runs(qrels, runs, ["recall@10", "mrr@10"], baseline="dense")))
@@ -203,7 +203,7 @@ print(f"{'category':20s} {'n':>3s} | {'dense':>13s} {'bm25':>13s} {'hybrid':>13s
 for c in sorted({cat[q] for q in qrels}):
     sub = {q: r for q, r in qrels.items() if cat[q] == c}
     cells = []
-    for lists in (hc_dense, hc_keyword, {q: reciprocal_rank_fusion([hc_dense[q], hc_keyword[q]], top=50) for q in sub}):
+    for lists in (hc_dense, hc_keyword, {q: reciprocal_rank_fusion([hc_dense[q], hc_keyword[q]], k=50) for q in sub}):
         r = evaluate(sub, run_from_hits({q: lists[q] for q in sub}), ["recall@10", "mrr@10"])
         cells.append(f"{r['recall@10']:.2f} / {r['mrr@10']:.2f}")
     print(f"{c:20s} {len(sub):3d} | " + " ".join(f"{x:>13s}" for x in cells))
@@ -256,7 +256,7 @@ for q in hc.questions:
     if not q.gold:
         continue
     d, k = hc_hybrid.channels(q.standalone)
-    fused = reciprocal_rank_fusion([d, k], top=50)
+    fused = reciprocal_rank_fusion([d, k], k=50)
     for g in q.gold:
         if g not in {h.doc_id for h in d} and first_rank(fused, {g}):
             print(f"{q.id} ({q.split}): {q.text!r}\n   gold {g}: dense top 100 -> absent, "
@@ -302,8 +302,8 @@ for w in (0.0, 0.1, 0.25, 0.5, 1.0):
     print(f"   w = {w:4.2f}: {train_grid.stats(60, 100, (1.0, w))['mrr@10']:.3f}{'   <- chosen' if w == best else ''}")
 dense, keyword = channels["python docs"]
 test_runs = {"dense": run_from_hits(dense),
-             "RRF 1:1": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], top=50) for q in dense}),
-             f"RRF 1:{best}": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], weights=(1.0, best), top=50)
+             "RRF 1:1": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], k=50) for q in dense}),
+             f"RRF 1:{best}": run_from_hits({q: reciprocal_rank_fusion([dense[q], keyword[q]], weights=(1.0, best), k=50)
                                            for q in dense})}
 print("python docs test:")
 print(format_table(compare_runs(py.qrels("test"), test_runs, ["recall@10", "mrr@10"], baseline="dense")))

@@ -68,7 +68,7 @@ RERANKER = f"{spec.name} ({profile} profile)"
 # %%
 question = "Which port does the Hub need to reach the relay?"
 candidate = hc.doc("hardware-hub-err-conn-4021").text
-ws = windows(candidate, size=100, stride=50)
+ws = windows(candidate, size=100, overlap=50)
 q = encoder.encode_queries([question])[0]
 window_scores = encoder.encode_passages(ws) @ q
 print(f"{len(ws)} windows; whole-chunk cosine {encoder.encode_passages([candidate])[0] @ q:.3f}; "
@@ -88,7 +88,7 @@ def stage_runs(hybrid, questions, depth=50, keep=5):
     latency = []
     for qid, text in questions:
         d, k = hybrid.channels(text)
-        h = reciprocal_rank_fusion([d, k], top=depth)
+        h = reciprocal_rank_fusion([d, k], k=depth)
         out["dense"][qid], out["bm25"][qid], out["hybrid"][qid] = d[:depth], k[:depth], h
         out["dense + rerank"][qid] = reranker.rerank(text, d[:depth], k=keep)
         out["hybrid + rerank"][qid] = reranker.rerank(text, h, k=keep)
@@ -148,7 +148,7 @@ for c in sorted({cat[q] for q in qrels}):
 # %%
 def top_score(text):
     d, k = hc_hybrid.channels(text)
-    best = reranker.rerank(text, reciprocal_rank_fusion([d, k], top=50), k=1)
+    best = reranker.rerank(text, reciprocal_rank_fusion([d, k], k=50), k=1)
     return best[0].score if best else -1.0
 
 
@@ -262,7 +262,7 @@ for label, hyb in (("256-token recursive chunks", hc_hybrid), ("32-token fixed w
     pool, reranked = {}, {}
     for qid, text in sets["help centre"][1]:
         d, k = hyb.channels(text)
-        pool[qid] = reciprocal_rank_fusion([d, k], top=50)
+        pool[qid] = reciprocal_rank_fusion([d, k], k=50)
         reranked[qid] = reranker.rerank(text, pool[qid], k=5)
     ceiling = evaluate(qrels, run_from_hits(pool), "recall@50")
     after = evaluate(qrels, run_from_hits(reranked), ["recall@5", "mrr@10"])

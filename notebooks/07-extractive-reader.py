@@ -197,10 +197,11 @@ for stride in (0, 8, 24):
 # until it fell on one — with enough text, some answer always does); with a few shared tokens
 # a window holds it. More overlap costs more windows (more model calls) for the same text —
 # the chunking trade-off of chapter 1 again, inside the reader.
-# `ExtractiveReader(max_length=384, stride=128)` are the defaults.
+# `ExtractiveReader(max_length=384, overlap=128)` are the defaults (the package calls the
+# shared tokens `overlap`, as everywhere else in ragbook; Hugging Face calls them `stride`).
 
 # %%
-reader = ExtractiveReader((qa_model, qa_tok), max_length=64, stride=24)
+reader = ExtractiveReader((qa_model, qa_tok), max_length=64, overlap=24)
 spans = reader.spans(question, long_context)
 assert all(s.text == long_context[s.start:s.end] for s in spans)
 print(f"{len(spans)} windows read; best span per window are all verbatim slices; "

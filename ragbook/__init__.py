@@ -11,14 +11,38 @@ from . import models
 from .bm25 import BM25Index, Tokenizer
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
 from .cost import Workload
-from .datasets import generate_tickets, load_helpcentre, load_pydocs, load_reader_set, load_reading_tasks
+from .datasets import (
+                  generate_tickets,
+                  load_helpcentre,
+                  load_pydocs,
+                  load_reader_set,
+                  load_reading_tasks,
+)
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import PREFIXES, Encoder, PrefixScheme
-from .evaluate import compare_runs, format_table, retrieve_run  # evaluate() stays in ragbook.evaluate
+from .evaluate import (  # evaluate() stays in ragbook.evaluate
+                  compare_runs,
+                  format_table,
+                  retrieve_run,
+)
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
-from .llm import ChatServer, LocalLLM, OpenAICompatibleLLM, get_llm
+from .llm import (
+                  ChatServer,
+                  LLMResponseError,
+                  LLMUnavailableError,
+                  LocalLLM,
+                  OpenAICompatibleLLM,
+                  get_llm,
+)
 from .models import ModelUnavailableError, active_profile
-from .readers import NOT_IN_CONTEXT, ExtractiveReader, GenerativeReader, SentenceReader, default_extractive_reader
+from .readers import (
+                  NOT_IN_CONTEXT,
+                  ExtractiveReader,
+                  GenerativeReader,
+                  SentenceReader,
+                  default_extractive_reader,
+                  instruction_like,
+)
 from .rerank import CrossEncoderReranker, WindowScorer
 from .types import Answer, Chunk, Document, Hit
 
@@ -31,8 +55,10 @@ __all__ = [
     "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
     "HybridRetriever", "IndexDriftError", "reciprocal_rank_fusion", "score_blend",
     "CrossEncoderReranker", "WindowScorer",
-    "ExtractiveReader", "SentenceReader", "default_extractive_reader", "GenerativeReader", "NOT_IN_CONTEXT",
+    "ExtractiveReader", "SentenceReader", "default_extractive_reader", "GenerativeReader",
+    "NOT_IN_CONTEXT", "instruction_like",
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
+    "LLMUnavailableError", "LLMResponseError",
     "compare_runs", "format_table", "retrieve_run",
     "load_helpcentre", "load_pydocs", "load_reader_set", "load_reading_tasks", "generate_tickets",
 ]

@@ -29,9 +29,21 @@ from typing import Any
 
 import numpy as np
 
-from .retrieval import (NotBuiltError, check_k, check_query, check_threshold, corpus_fingerprint,
-                        dumps, loads, make_hit, matches, read_manifest, records_from,
-                        save_atomic, validate_where)
+from .retrieval import (
+    NotBuiltError,
+    check_k,
+    check_query,
+    check_threshold,
+    corpus_fingerprint,
+    dumps,
+    loads,
+    make_hit,
+    matches,
+    read_manifest,
+    records_from,
+    save_atomic,
+    validate_where,
+)
 from .types import Chunk, Document, Hit
 
 __all__ = ["Tokenizer", "BM25Index", "STOPWORDS"]
@@ -125,10 +137,10 @@ class BM25Index:
         self.avgdl_ = float(self.doc_len_.mean()) if n else 0.0
         df = np.bincount(np.array(cols, dtype=np.int64), minlength=len(vocab))
         self.idf_ = np.log1p((n - df + 0.5) / (df + 0.5))
-        # weight[d, t] = idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl)), non-zeros only
-        norm = self.k1 * (1 - self.b + self.b * self.doc_len_ / max(self.avgdl_, 1e-9))
+        # every (document, term) weight at once, on the non-zeros only
         w = tf.tocoo()
-        data = self.idf_[w.col] * w.data / (w.data + norm[w.row])
+        data = term_weight(w.data, self.doc_len_[w.row], max(self.avgdl_, 1e-9), self.idf_[w.col],
+                           self.k1, self.b)
         self.weights_ = sparse.csc_matrix((data, (w.row, w.col)), shape=tf.shape)
         self.corpus_fingerprint_ = corpus_fingerprint(records)
         return self

@@ -7,7 +7,8 @@ Two sizes of the same idea:
   that way, so the formula can be checked against a splitter;
 * ``RecursiveSplitter`` — cuts real documents at the coarsest structure that fits:
   before a heading or at a paragraph break if one falls in the second half of the window,
-  else at a sentence end, else at a word boundary (never mid-word). Every chunk is a true substring with its offsets:
+  else at a sentence end, else at a word boundary (never mid-word). Every chunk is a true
+  substring with its offsets:
   ``chunk.text == doc.text[chunk.start:chunk.end]``.
 
 Sizes are measured by a *length function*: ``"tokens"`` (the encoder's tokenizer, what
@@ -21,17 +22,21 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
+from . import models
 from .types import Chunk, Document
 
 __all__ = ["window_count", "rough_window_count", "sliding_windows", "count_tokens",
            "RecursiveSplitter", "sliding_window_chunks", "chunk_documents", "index_premium",
-           "coverage_gaps"]
+           "coverage_gaps", "split_problem"]
 
 
 def _check_window(size: int, overlap: int) -> None:
+    for name, v in (("size", size), ("overlap", overlap)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be a whole number, got {v!r}")
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     if not 0 <= overlap < size:
@@ -81,7 +86,6 @@ _tokenizer = None
 def _encoder_tokenizer():
     global _tokenizer
     if _tokenizer is None:
-        from . import models
         from transformers import AutoTokenizer
 
         spec = models.resolve("encoder")
@@ -152,6 +156,10 @@ class RecursiveSplitter:
         _check_window(self.size, self.overlap)
 
     def split(self, doc: Document) -> list[Chunk]:
+        """The document's chunks, in order; ``chunk.text == doc.text[chunk.start:chunk.end]``."""
+        if not isinstance(doc, Document):
+            raise TypeError(f"split takes a Document, got {type(doc).__name__}; wrap text as "
+                            f"Document(id=..., text=...)")
         text = doc.text
         measure = _Measure(text, self.length)
         # candidate cut points by level; a cut point is where a chunk may end and the next begin
@@ -159,7 +167,8 @@ class RecursiveSplitter:
         first = len(text) - len(text.lstrip())
         word_starts = [first] + [w for w in word_starts if w < len(text)]
         word_ends = sorted({m.start() for m in _WORD.finditer(text)} | {len(text.rstrip())})
-        levels = [set(m.start() for m in rx.finditer(text)) for rx in (_HEADING, _PARAGRAPH, _SENTENCE)]
+        levels = [{m.start() for m in rx.finditer(text)}
+                  for rx in (_HEADING, _PARAGRAPH, _SENTENCE)]
         chunks: list[Chunk] = []
         start, end_of_text = first, len(text.rstrip())
         while start < end_of_text:
@@ -240,6 +249,8 @@ def sliding_window_chunks(doc: Document, size: int, overlap: int = 0) -> list[Ch
 def chunk_documents(docs: Iterable[Document], size: int = 256, overlap: int = 32,
                     length: str | Callable[[str], int] = "tokens") -> list[Chunk]:
     """Split every document with one :class:`RecursiveSplitter`; chunks keep doc order."""
+    if isinstance(docs, (str, Document)) or not hasattr(docs, "__iter__"):
+        raise TypeError(f"docs must be a list of Document objects, got {type(docs).__name__}")
     splitter = RecursiveSplitter(size=size, overlap=overlap, length=length)
     return [c for d in docs for c in splitter.split(d)]
 
@@ -251,18 +262,77 @@ def index_premium(n_chunks: int, n_chunks_without_overlap: int) -> float:
     return n_chunks / n_chunks_without_overlap - 1
 
 
-def coverage_gaps(doc: Document, chunks: Sequence[Chunk]) -> list[tuple[int, int]]:
-    """Spans of non-whitespace text that no chunk covers (empty for a correct split)."""
-    covered = [False] * len(doc.text)
-    for c in chunks:
-        covered[c.start:c.end] = [True] * (c.end - c.start)
+def _gaps(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    covered = [False] * len(text)
+    for s, e in spans:
+        covered[s:e] = [True] * (e - s)
     gaps, s = [], None
-    for i, ch in enumerate(doc.text):
+    for i, ch in enumerate(text):
         if not covered[i] and not ch.isspace():
             s = i if s is None else s
         elif s is not None:
             gaps.append((s, i))
             s = None
     if s is not None:
-        gaps.append((s, len(doc.text)))
+        gaps.append((s, len(text)))
     return gaps
+
+
+def coverage_gaps(doc: Document, chunks: Sequence[Chunk]) -> list[tuple[int, int]]:
+    """Spans of non-whitespace text that no chunk covers (empty for a correct split)."""
+    return _gaps(doc.text, [(c.start, c.end) for c in chunks])
+
+
+def split_problem(text: str, spans, size: int,
+                  length: Callable[[str], int] = len) -> str | None:
+    """The first way ``spans`` (``(start, end)`` offsets into ``text``) breaks the contract
+    every split in this module keeps, as one sentence, or None when it keeps it.
+
+    The contract: at least one chunk for a non-empty text; each chunk at most ``size``
+    (measured by ``length``), non-empty, without surrounding whitespace, not cutting a word
+    in two (unless the word alone is longer than ``size``); every non-space character in
+    some chunk; chunks in document order. Graders and tests use it to judge splitters
+    whose cut points legitimately differ.
+
+    >>> text = "One two. Three four."
+    >>> split_problem(text, [(0, 8), (9, 20)], 12) is None
+    True
+    >>> split_problem(text, [(0, 6), (6, 20)], 14)
+    "chunk (0, 6) = 'One tw' cuts a word in two"
+    """
+    try:
+        spans = [(int(s), int(e)) for s, e in spans]
+    except (TypeError, ValueError):
+        return f"expected a list of (start, end) pairs, got {spans!r:.300}"
+    if not spans:
+        return "got no chunks for a non-empty text" if text.strip() else None
+
+    def word_at(i: int) -> str:  # the whitespace-delimited word around a cut at offset i
+        a, z = i, i
+        while a > 0 and not text[a - 1].isspace():
+            a -= 1
+        while z < len(text) and not text[z].isspace():
+            z += 1
+        return text[a:z]
+
+    for s, e in spans:
+        if not 0 <= s <= e <= len(text):
+            return (f"chunk {(s, e)} is not inside the text: offsets must satisfy "
+                    f"0 <= start <= end <= {len(text)}")
+        piece = text[s:e]
+        if length(piece) > size:
+            unit = "characters" if length is len else "long"
+            return f"chunk {(s, e)} is {length(piece)} {unit}, more than size={size}: {piece!r}"
+        if not piece or piece != piece.strip():
+            return f"chunk {(s, e)} = {piece!r} starts or ends with whitespace (or is empty)"
+        for cut, inside in ((s, s > 0 and not text[s - 1].isspace()),
+                            (e, e < len(text) and not text[e].isspace())):
+            if inside and length(word_at(cut)) <= size:
+                return f"chunk {(s, e)} = {piece!r} cuts a word in two"
+    missing = _gaps(text, spans)
+    if missing:
+        a = missing[0][0]
+        return f"characters from offset {a} are in no chunk: {text[a:a + 30]!r}"
+    if [s for s, _ in spans] != sorted(s for s, _ in spans):
+        return "chunks are not in document order"
+    return None

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Workload", "DesignCost", "naive", "retriever_reader", "reduction_factor", "compare"]
+__all__ = ["Workload", "DesignCost", "naive", "retriever_reader", "reduction_factor", "compare",
+           "context_tokens"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,18 @@ def retriever_reader(w: Workload) -> DesignCost:
     latency = w.retrieval_latency_s + w.reader_latency_s
     return DesignCost("retrieve, then read", 1, tokens, tokens * w.price_per_million / 1e6,
                       latency, latency)
+
+
+def context_tokens(token_counts, k: int) -> int:
+    """Tokens the reader is handed: the sum of the first ``k`` token counts of a ranking
+    (all of them when the ranking is shorter). What a reader call costs grows with it.
+
+    >>> context_tokens([120, 80, 200, 40], 2), context_tokens([120, 80], 10)
+    (200, 200)
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    return int(sum(token_counts[:k]))
 
 
 def reduction_factor(w: Workload) -> float:

@@ -21,16 +21,17 @@ import gzip
 import json
 import random
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
-           "load_pydocs", "load_reader_set", "ReadingTask", "load_reading_tasks", "generate_tickets",
-           "CATEGORIES"]
+           "load_pydocs", "load_reader_set", "ReadingTask", "load_reading_tasks",
+           "generate_tickets", "CATEGORIES"]
 
 CATEGORIES = ("paraphrase", "exact_token", "follow_up", "plausible_neighbour",
               "unanswerable", "superseded_trap", "conflict")
@@ -93,7 +94,8 @@ class LabelledSet:
         if name not in known:
             raise ValueError(f"{self.name} has no split {name!r}; it has {', '.join(known)}")
         cats = set(categories) if categories is not None else None
-        return [q for q in self.questions if q.split == name and (cats is None or q.category in cats)]
+        return [q for q in self.questions
+                if q.split == name and (cats is None or q.category in cats)]
 
     def splits(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -266,13 +268,14 @@ class ReadingTask:
     gold: str | None
 
 
-def load_reading_tasks(name: str = "helpcentre", split: str = "dev", seed: int = 0) -> list[ReadingTask]:
+def load_reading_tasks(name: str = "helpcentre", split: str = "dev",
+                       seed: int = 0) -> list[ReadingTask]:
     """The reader set's questions as two-passage reading tasks (see ``ReadingTask``).
 
     Each question's own misleading passage (its ``-neg`` example) is the neighbour when it
-    has one, else the next question's that comes from another page and lacks the answer; an unanswerable task pairs its passage with the next
-    question's misleading passage. Passages get descending scores in their shuffled order,
-    so ranks look like a retriever's."""
+    has one, else the next question's that comes from another page and lacks the answer; an
+    unanswerable task pairs its passage with the next question's misleading passage.
+    Passages get descending scores in their shuffled order, so ranks look like a retriever's."""
     examples = load_reader_set(name, split)
     negs = [e for e in examples if e.is_impossible]
     neg_of = {e.id.rsplit("-", 1)[0]: e for e in negs}
@@ -290,7 +293,8 @@ def load_reading_tasks(name: str = "helpcentre", split: str = "dev", seed: int =
                 if n.title != ex.title and not any(a in n.context for a, _ in ex.answers))
             pair = [(ex.id, ex), (other.id, other)]
         rng.shuffle(pair)
-        hits = tuple(Hit(id=pid, score=round(1.0 - 0.1 * r, 2), rank=r + 1, doc_id=e.title, text=e.context)
+        hits = tuple(Hit(id=pid, score=round(1.0 - 0.1 * r, 2), rank=r + 1, doc_id=e.title,
+                         text=e.context)
                      for r, (pid, e) in enumerate(pair))
         tasks.append(ReadingTask(ex.id, ex.question, hits, tuple(a for a, _ in ex.answers),
                                  None if ex.is_impossible else ex.id))
@@ -309,14 +313,17 @@ _COMPANIES = ["Northwind Outfitters", "Kestrel Labs", "Bluefin Travel", "Orchard
               "Tidewater Bank", "Juniper Games", "Atlas Rentals", "Sundial Foods"]
 _OPENERS = ["Hi team,", "Hello,", "Hi there,", "Good morning,", "Hey Brightdesk support,"]
 _CONTEXT = [
-    "We are a team of {agents} agents on the {plan} plan and have used Brightdesk for {years} years.",
+    "We are a team of {agents} agents on the {plan} plan and have used Brightdesk for "
+    "{years} years.",
     "I'm the admin of our workspace ({company}, {plan} plan, {agents} agents).",
-    "Our support team at {company} ran into something this week and I could not find a clear answer.",
+    "Our support team at {company} ran into something this week and I could not find a "
+    "clear answer.",
     "We moved to Brightdesk from another helpdesk {years} years ago; {agents} of us use it daily.",
 ]
 _FOLLOWUPS = [
     "Thanks for the quick reply. To answer your questions: it happens for {n} of our agents, "
-    "mostly in the mornings, and we are on {browser}. Nothing changed on our side as far as I know.",
+    "mostly in the mornings, and we are on {browser}. Nothing changed on our side as far "
+    "as I know.",
     "Sure, here are the details you asked for. Workspace: {slug}. It started on {date}. "
     "We tried the usual things (signing out and in again, another browser) without luck.",
     "I checked with our IT team. They say our network setup has not changed since {date}, "
@@ -356,9 +363,11 @@ def generate_tickets(n: int = 12_000, seed: int = 0) -> list[Document]:
         other, other_sents = rng.choice(by_dept[dept])
         first, last = rng.choice(_FIRST), rng.choice(_LAST)
         agent = rng.choice(_FIRST)
-        fill = {"agents": rng.randint(2, 80), "plan": rng.choice(["Free", "Starter", "Pro", "Enterprise"]),
+        fill = {"agents": rng.randint(2, 80),
+                "plan": rng.choice(["Free", "Starter", "Pro", "Enterprise"]),
                 "years": rng.randint(1, 6), "company": rng.choice(_COMPANIES),
-                "n": rng.randint(1, 12), "browser": rng.choice(["Chrome", "Firefox", "Edge", "Safari"]),
+                "n": rng.randint(1, 12),
+                "browser": rng.choice(["Chrome", "Firefox", "Edge", "Safari"]),
                 "slug": f"{rng.choice(_COMPANIES).split()[0].lower()}-{rng.randint(10, 99)}",
                 "date": f"2026-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}"}
         topic = article.title.lower()
@@ -367,7 +376,8 @@ def generate_tickets(n: int = 12_000, seed: int = 0) -> list[Document]:
             f"priority: {rng.choice(['low', 'normal', 'high'])} | created: {fill['date']} | "
             f"status: solved",
             f"Subject: Question about {topic}",
-            f"Customer: {first} {last} <{first.lower()}.{last.lower().replace(chr(39), '')}@example.com>",
+            f"Customer: {first} {last} "
+            f"<{first.lower()}.{last.lower().replace(chr(39), '')}@example.com>",
             rng.choice(_OPENERS),
             rng.choice(_CONTEXT).format(**fill),
             f"We have a question about {topic}. " + " ".join(rng.sample(sents, 2)) +
@@ -382,7 +392,8 @@ def generate_tickets(n: int = 12_000, seed: int = 0) -> list[Document]:
             f"Customer: Thanks {agent}. One more thing while I have you: "
             + " ".join(rng.sample(other_sents, min(len(other_sents), 2)))
             + " Does that apply to us as well?",
-            "Agent: Good question. " + " ".join(rng.sample(other_sents, min(len(other_sents), rng.randint(6, 10)))),
+            "Agent: Good question. "
+            + " ".join(rng.sample(other_sents, min(len(other_sents), rng.randint(6, 10)))),
             f"Customer: {rng.choice(_CLOSERS)}",
             f"Internal note: resolved with the article \"{article.title}\" (follow-up answered "
             f"from \"{other.title}\"). Customer on {fill['plan']}, {fill['agents']} agents, "

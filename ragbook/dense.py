@@ -25,9 +25,22 @@ from typing import Any
 import numpy as np
 
 from .embeddings import Encoder
-from .retrieval import (NotBuiltError, check_k, check_query, check_threshold, corpus_fingerprint,
-                        dumps, loads, make_hit, matches, read_manifest, records_from,
-                        save_atomic, validate_where)
+from .retrieval import (
+    NotBuiltError,
+    check_k,
+    check_query,
+    check_threshold,
+    corpus_fingerprint,
+    dumps,
+    loads,
+    make_hit,
+    matches,
+    read_manifest,
+    records_from,
+    save_atomic,
+    validate_where,
+)
+from .similarity import top_k
 from .types import Chunk, Document, Hit
 
 __all__ = ["DenseIndex", "FaissStore", "EncoderMismatchError", "NotBuiltError", "matches"]
@@ -334,7 +347,7 @@ class DenseIndex:
 
     def _hits(self, scores, pos, k, floor) -> list[Hit]:
         recs, hits = self.store_.records, []
-        for s, i in zip(scores, pos):
+        for s, i in zip(scores, pos, strict=True):
             if floor is not None and s < floor:
                 continue
             hits.append(make_hit(recs[int(i)], s, len(hits) + 1))
@@ -392,8 +405,6 @@ def top_k_rows(query, matrix, k: int, metadata: Sequence[Mapping[str, Any]] | No
     >>> top_k_rows(np.array([0.0, 1.0]), m, 2, [{"d": "a"}, {"d": "b"}, {"d": "a"}], {"d": "a"})
     [2, 0]
     """
-    from .similarity import top_k
-
     matrix, where = np.asarray(matrix, dtype=np.float64), validate_where(where)
     if not where:
         return top_k(matrix @ np.asarray(query, dtype=np.float64), k)

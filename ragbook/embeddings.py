@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from .retrieval import check_text
+from .retrieval import check_k, check_text
 
 _length_lock = threading.Lock()
 
@@ -116,7 +116,8 @@ class _VectorCache:
     def put(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         with self._conn() as db:
             db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
-                           [(h, v.astype(np.float32).tobytes()) for h, v in zip(hashes, vectors)])
+                           [(h, v.astype(np.float32).tobytes())
+                            for h, v in zip(hashes, vectors, strict=True)])
 
 
 def _slug(text: str) -> str:
@@ -146,6 +147,8 @@ class Encoder:
                              f"{', '.join(PREFIXES)}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if max_length is not None:
+            check_k(max_length, "max_length")
         self.role, self.profile, self.batch_size = role, profile, batch_size
         self.max_length, self.cache, self.show_progress = max_length, cache, show_progress
         self._scheme_override = prefix_scheme
@@ -242,7 +245,7 @@ class Encoder:
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         store = self._store()
         found = store.get(hashes) if store else {}
-        todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
+        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
         misses = sum(1 for h in hashes if h not in found)
         self.cache_hits += len(texts) - misses
         self.cache_misses += misses
@@ -254,7 +257,7 @@ class Encoder:
                 part = todo[s:s + block]
                 vecs = self._model_encode([t for _, t in part])
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-                found.update({h: v for (h, _), v in zip(part, vecs)})
+                found.update({h: v for (h, _), v in zip(part, vecs, strict=True)})
                 if store:
                     store.put([h for h, _ in part], vecs)
                 bar.update(len(part))
@@ -267,9 +270,9 @@ class Encoder:
         if not self.cache:
             return None
         if self._cache is None:
-            # one file per model (name and weights) and input length; rows are keyed by the hash of the exact
-            # text the model reads, prefix included, so the scheme is part of every key and
-            # two schemes that give a passage the same prefix share its vector
+            # one file per model (name and weights) and input length; rows are keyed by the hash
+            # of the exact text the model reads, prefix included, so the scheme is part of every
+            # key and two schemes that give a passage the same prefix share its vector
             name = _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}")
             name += ".sqlite"
             self._cache = _VectorCache(models.cache_dir("embeddings") / name, self.dim)

@@ -19,21 +19,28 @@ from __future__ import annotations
 import math
 import random
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .types import Hit
 
 __all__ = ["Qrels", "Run", "ranking", "recall_at_k", "hit_at_k", "reciprocal_rank",
-           "ndcg_at_k", "evaluate", "per_query", "run_from_hits", "retrieve_run", "METRICS",
+           "mean_reciprocal_rank", "ndcg_at_k", "evaluate", "per_query", "run_from_hits",
+           "retrieve_run", "METRICS",
            "bootstrap_ci", "paired_bootstrap", "paired_randomization_test", "compare_runs",
-           "format_table", "normalize_answer", "exact_match", "f1_score", "reading_outcome", "reading_report"]
+           "format_table", "normalize_answer", "exact_match", "f1_score", "reading_outcome",
+           "reading_report"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Run = Mapping[str, Mapping[str, float]]
 
 
 def ranking(scores: Mapping[str, float]) -> list[str]:
-    """Doc ids best first: by score descending, ties by doc id ascending."""
+    """Doc ids best first: by score descending, ties by doc id ascending. A NaN score would
+    sort arbitrarily, so it is an error naming the document."""
+    for d, s in scores.items():
+        if s != s:
+            raise ValueError(f"the run scores document {d!r} NaN; every score must be a number")
     return [d for d, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
@@ -56,6 +63,23 @@ def reciprocal_rank(relevant: Mapping[str, int], ranked: Sequence[str], k: int) 
         if relevant.get(d, 0) > 0:
             return 1.0 / i
     return 0.0
+
+
+def mean_reciprocal_rank(relevant_per_query: Sequence[Mapping[str, int]],
+                         ranked_per_query: Sequence[Sequence[str]], k: int) -> float:
+    """MRR@k over queries given as parallel lists (labels, ranking): the mean of
+    ``reciprocal_rank``. ``evaluate(qrels, run, "mrr@k")`` is the same number for dicts.
+
+    >>> mean_reciprocal_rank([{"g": 1}] * 2, [["g"], ["a", "g"]], 10)
+    0.75
+    """
+    if len(relevant_per_query) != len(ranked_per_query):
+        raise ValueError(f"{len(relevant_per_query)} label sets for {len(ranked_per_query)} "
+                         f"rankings; give one of each per query, in the same order")
+    if not ranked_per_query:
+        raise ValueError("no queries: the mean reciprocal rank of nothing is undefined")
+    return sum(reciprocal_rank(rel, ranked, k) for rel, ranked
+               in zip(relevant_per_query, ranked_per_query, strict=True)) / len(ranked_per_query)
 
 
 def ndcg_at_k(relevant: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
@@ -103,7 +127,8 @@ def evaluate(qrels: Qrels, run: Run, metrics: str | Iterable[str]) -> dict[str, 
     return out[names[0]] if single else out
 
 
-def run_from_hits(results: Mapping[str, Sequence[Hit]], level: str = "doc") -> dict[str, dict[str, float]]:
+def run_from_hits(results: Mapping[str, Sequence[Hit]],
+                  level: str = "doc") -> dict[str, dict[str, float]]:
     """Turn ``{query_id: [Hit, ...]}`` into a run. ``level="doc"`` scores each document by
     its best chunk (the first time it appears), so chunk retrieval is judged on documents."""
     if level not in ("doc", "chunk"):
@@ -120,9 +145,11 @@ def run_from_hits(results: Mapping[str, Sequence[Hit]], level: str = "doc") -> d
     return run
 
 
-def retrieve_run(retriever, questions, k: int = 10, level: str = "doc", **search_kwargs) -> dict[str, dict[str, float]]:
+def retrieve_run(retriever, questions, k: int = 10, level: str = "doc",
+                 **search_kwargs) -> dict[str, dict[str, float]]:
     """Run ``retriever.search`` for each ``(query_id, text)`` pair and collect a run."""
-    return run_from_hits({qid: retriever.search(text, k=k, **search_kwargs) for qid, text in questions},
+    return run_from_hits({qid: retriever.search(text, k=k, **search_kwargs)
+                          for qid, text in questions},
                          level=level)
 
 
@@ -204,7 +231,8 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     table = [["run"] + cols] + [[str(r["run"])] + [cell(c, r[c]) if c in r else "" for c in cols]
                                 for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in table)
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+                     for row in table)
 
 
 # -- reader metrics (SQuAD 2.0) ------------------------------------------------------------

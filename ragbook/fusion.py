@@ -25,7 +25,8 @@ from typing import Any
 from .retrieval import NotBuiltError, check_k, check_query, check_threshold, validate_where
 from .types import Chunk, Document, Hit
 
-__all__ = ["reciprocal_rank_fusion", "score_blend", "HybridRetriever", "IndexDriftError"]
+__all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",
+           "IndexDriftError"]
 
 
 def _check_lists(rankings, weights, k):
@@ -63,16 +64,25 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int | None =
     weights, k = _check_lists(rankings, weights, k)
     scores: dict[str, float] = {}
     seen: dict[str, Hit] = {}
-    for hits, w in zip(rankings, weights):
+    for hits, w in zip(rankings, weights, strict=True):
         for h in hits:
             scores[h.id] = scores.get(h.id, 0.0) + w / (rrf_k + h.rank)
             seen.setdefault(h.id, h)
     return _rebuild(scores, seen, k)
 
 
-def min_max(scores: Sequence[float]) -> list[float]:
-    """Scores rescaled to [0, 1] by (s − min) / (max − min); all 1.0 when they are equal."""
-    lo, hi = min(scores, default=0.0), max(scores, default=0.0)
+def minmax_normalise(scores: Sequence[float]) -> list[float]:
+    """Scores mapped linearly onto [0, 1]: the lowest to 0.0, the highest to 1.0; all equal
+    (or a single score) gives 1.0 each. The step ``score_blend`` applies to every list:
+    it depends on the list's own extremes, which is why a blend shifts with the corpus.
+
+    >>> minmax_normalise([3.0, 1.0, 2.0]), minmax_normalise([2.0, 2.0])
+    ([1.0, 0.0, 0.5], [1.0, 1.0])
+    """
+    scores = [float(s) for s in scores]
+    if not scores:
+        return []
+    lo, hi = min(scores), max(scores)
     return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
 
 
@@ -84,8 +94,8 @@ def score_blend(rankings: Sequence[Sequence[Hit]], *, k: int | None = None,
     weights, k = _check_lists(rankings, weights, k)
     scores: dict[str, float] = {}
     seen: dict[str, Hit] = {}
-    for hits, w in zip(rankings, weights):
-        for h, norm in zip(hits, min_max([h.score for h in hits])):
+    for hits, w in zip(rankings, weights, strict=True):
+        for h, norm in zip(hits, minmax_normalise([h.score for h in hits]), strict=True):
             scores[h.id] = scores.get(h.id, 0.0) + w * norm
             seen.setdefault(h.id, h)
     return _rebuild(scores, seen, k)
@@ -126,7 +136,7 @@ class HybridRetriever:
         texts, same order); return the item count."""
         for name, index in (("dense", self.dense), ("BM25", self.bm25)):
             try:
-                index.corpus_fingerprint
+                _ = index.corpus_fingerprint
             except NotBuiltError:
                 raise NotBuiltError(f"the {name} index of this HybridRetriever is not built: "
                                     f"call HybridRetriever.build(items)") from None
@@ -170,21 +180,6 @@ class HybridRetriever:
         return len(self.dense)
 
 
-def minmax_normalise(scores: Sequence[float]) -> list[float]:
-    """Scores mapped linearly onto [0, 1]: the lowest to 0.0, the highest to 1.0; all equal
-    (or a single score) gives 1.0 each. The step ``score_blend`` applies to every list:
-    it depends on the list's own extremes, which is why a blend shifts with the corpus.
-
-    >>> minmax_normalise([3.0, 1.0, 2.0]), minmax_normalise([2.0, 2.0])
-    ([1.0, 0.0, 0.5], [1.0, 1.0])
-    """
-    scores = [float(s) for s in scores]
-    if not scores:
-        return []
-    lo, hi = min(scores), max(scores)
-    return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
-
-
 def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],
             n: int) -> list[str]:
     """What fusion rescued: ids in the fused top ``n`` that the dense top ``n`` misses and
@@ -198,4 +193,4 @@ def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],
     return [d for d in fused[:n] if d not in dense_top and d in by_keyword]
 
 
-__all__ += ["minmax_normalise", "rescued"]
+__all__ += ["rescued"]

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -67,22 +67,44 @@ def _same(got, expected, tol: float) -> bool:
         if isinstance(got, np.ndarray):  # np.argsort(...)[:k] is as good as a list of ints
             got = got.tolist()
         return (isinstance(got, (list, tuple)) and len(got) == len(expected)
-                and all(_same(g, e, tol) for g, e in zip(got, expected)))
+                and all(_same(g, e, tol) for g, e in zip(got, expected, strict=True)))
     return got == expected
 
 
+def _describe(err: BaseException) -> str:
+    """``TypeError: message``, safe even when the exception's own ``str`` fails."""
+    return traceback.format_exception_only(type(err), err)[-1].strip()
+
+
 def _show(value, limit: int = 300) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception as err:  # a learner's object with a broken __repr__ is still feedback
+        text = f"<{type(value).__name__} object; repr() raised {type(err).__name__}>"
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def check(name: str, fn: Callable) -> bool:
-    """Run exercise ``name`` against ``fn``; print feedback; return True when all cases pass."""
-    if name not in EXERCISES:
-        print(f"[check] {name}: UNKNOWN exercise; known ones: {', '.join(sorted(EXERCISES))}")
+    """Run exercise ``name`` against ``fn``; print feedback; return True when all cases pass.
+
+    Never raises: whatever ``fn`` does (raises, returns None, a wrong type, NaN), the
+    outcome is a printed report and False. Only a keyboard interrupt gets through."""
+    if not isinstance(name, str) or name not in EXERCISES:
+        print(f"[check] {_show(name, 80)}: UNKNOWN exercise; known ones: "
+              f"{', '.join(sorted(EXERCISES))}")
         return False
     ex = EXERCISES[name]
-    cases = list(ex.cases())
+    try:
+        cases = list(ex.cases())
+    except Exception as err:  # a bug in the grader or the package, not the learner's
+        print(f"[check] {name}: FAILED (the grader could not build its cases: "
+              f"{_describe(err)}); this is not your code's fault, please report it")
+        return False
+    if not callable(fn):
+        print(f"[check] {name}: FAILED (case 1 of {len(cases)})\n  got:      {_show(fn, 80)}, "
+              f"which is not a function; pass the function itself, without calling it\n"
+              f"  hint:     {ex.hint}")
+        return False
     for n, case in enumerate(cases, 1):
         call = ", ".join([_show(a, 80) for a in case.args] +
                          [f"{k}={_show(v, 80)}" for k, v in case.kwargs.items()])
@@ -93,18 +115,21 @@ def check(name: str, fn: Callable) -> bool:
             print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
                   f"with your code; its message is a first hint)")
             return False
-        except Exception as err:  # the learner's bug: show it as feedback, not a crash
-            tb = traceback.format_exception_only(type(err), err)[-1].strip()
+        except (Exception, SystemExit) as err:  # the learner's bug: feedback, not a crash
             print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
-                  f"  raised:   {tb}\n  hint:     {ex.hint}")
+                  f"  raised:   {_describe(err)}\n  hint:     {ex.hint}")
             return False
         try:
-            problem = case.verify(got) if case.verify else (
-                None if _same(got, case.expected, ex.tolerance)
-                else f"expected: {_show(case.expected)}\n  got:      {_show(got)}")
+            if case.verify:
+                problem = case.verify(got)
+                if problem and "got:" not in problem:  # a property check: show the result too
+                    problem = f"got:      {_show(got)}\n  problem:  {problem}"
+            elif bool(_same(got, case.expected, ex.tolerance)):
+                problem = None
+            else:
+                problem = f"expected: {_show(case.expected)}\n  got:      {_show(got)}"
         except Exception as err:  # a result of the wrong kind (None, an array, ...): feedback too
-            problem = (f"got:      {_show(got)}, which could not be checked "
-                       f"({type(err).__name__}: {err})")
+            problem = f"got:      {_show(got)}, which could not be checked ({_describe(err)})"
         if problem:
             print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
                   f"  {problem}\n  hint:     {ex.hint}")
@@ -140,7 +165,8 @@ def _():
           "(math.ceil)")
 def _():
     for w in _WORKLOADS:
-        yield Case((w.corpus_docs, w.parallelism, w.call_latency_s), _cost.naive(w).latency_parallel_s)
+        yield Case((w.corpus_docs, w.parallelism, w.call_latency_s),
+                   _cost.naive(w).latency_parallel_s)
 
 
 @exercise("cost_of_k", "the reader reads k documents once: k x tokens per doc x price / 1e6")
@@ -149,7 +175,8 @@ def _():
         for k in (1, w.k, min(w.corpus_docs, 20)):
             w2 = _cost.Workload(corpus_docs=w.corpus_docs, tokens_per_doc=w.tokens_per_doc,
                                 price_per_million=w.price_per_million, k=k)
-            yield Case((k, w.tokens_per_doc, w.price_per_million), _cost.retriever_reader(w2).dollars)
+            yield Case((k, w.tokens_per_doc, w.price_per_million),
+                       _cost.retriever_reader(w2).dollars)
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,8 +206,8 @@ def _():
           "the last window ends exactly at n_tokens")
 def _():
     for n, size, overlap in _WINDOWS[3:] + [(10, 4, 1), (9, 3, 0)]:
-        yield Case((n, size, overlap), [tuple(w) for w in _chunking.sliding_windows(n, size, overlap)],
-                   verify=None)
+        yield Case((n, size, overlap),
+                   [tuple(w) for w in _chunking.sliding_windows(n, size, overlap)])
 
 
 _SPLIT_TEXTS = [
@@ -195,31 +222,7 @@ _SPLIT_TEXTS = [
 
 
 def _verify_split(text: str, size: int):
-    def verify(result) -> str | None:
-        try:
-            spans = [(int(s), int(e)) for s, e in result]
-        except Exception:
-            return f"expected a list of (start, end) pairs, got {_show(result)}"
-        if not spans:
-            return "got no chunks for a non-empty text"
-        for s, e in spans:
-            piece = text[s:e]
-            if len(piece) > size:
-                return f"chunk {(s, e)} is {len(piece)} characters, more than size={size}: {piece!r}"
-            if piece != piece.strip() or not piece:
-                return f"chunk {(s, e)} = {piece!r} starts or ends with whitespace (or is empty)"
-            if (s > 0 and not text[s - 1].isspace()) or (e < len(text) and not text[e].isspace()):
-                return f"chunk {(s, e)} = {piece!r} cuts a word in two"
-        covered = set()
-        for s, e in spans:
-            covered.update(range(s, e))
-        missing = [i for i, ch in enumerate(text) if not ch.isspace() and i not in covered]
-        if missing:
-            return f"characters from offset {missing[0]} are in no chunk: {text[missing[0]:missing[0] + 30]!r}"
-        if [s for s, _ in spans] != sorted(s for s, _ in spans):
-            return "chunks are not in document order"
-        return None
-    return verify
+    return lambda result: _chunking.split_problem(text, result, size)
 
 
 @exercise("split_with_offsets",
@@ -257,7 +260,7 @@ def _():
           "for unit vectors |a - b|^2 = 2 - 2 cos(a, b); take the square root")
 def _():
     for c in (0.9, 0.5, 1.0, 0.0, -1.0, 0.25):
-        yield Case((c,), math.sqrt(2 - 2 * c))
+        yield Case((c,), _sim.distance_from_cosine(c))
 
 
 @exercise("top_k_by_inner_product",
@@ -267,15 +270,15 @@ def _():
     for seed, k in ((0, 3), (1, 5), (2, 1)):
         r = np.random.default_rng(seed)
         q, docs = r.normal(size=8) * 3, r.normal(size=(20, 8)) * r.uniform(0.1, 5, size=(20, 1))
-        expected = [int(i) for i in np.argsort(-_sim.cosine(q[None], docs)[0])[:k]]
+        expected = _sim.top_k(_sim.cosine(q, docs)[0], k)
         yield Case((q, docs, k), verify=lambda got, e=expected: None if [int(i) for i in got] == e
                    else f"expected: {e}\n  got:      {_show(list(got))}")
 
 
 # ---------------------------------------------------------------------------------------
 # Chapter 3: dense retrieval
+from . import dense as _dense  # noqa: E402
 from . import evaluate as _ev  # noqa: E402
-from .dense import matches as _matches  # noqa: E402
 
 
 def _retrieval_case(seed: int, n: int = 40, dim: int = 8):
@@ -292,13 +295,7 @@ def _retrieval_case(seed: int, n: int = 40, dim: int = 8):
 def _():
     for seed, k in ((0, 1), (1, 5), (2, 40)):
         q, m, _ = _retrieval_case(seed)
-        yield Case((q, m, k), [int(i) for i in np.argsort(-(m @ q), kind="stable")[:k]])
-
-
-def _filtered(q, m, meta, where, k):
-    allowed = [i for i, md in enumerate(meta) if _matches(md, where)]
-    scores = m[allowed] @ q
-    return [allowed[int(i)] for i in np.argsort(-scores, kind="stable")[:k]]
+        yield Case((q, m, k), _dense.top_k_rows(q, m, k))
 
 
 @exercise("filtered_top_k",
@@ -309,22 +306,18 @@ def _():
                            (5, {"department": "billing", "status": "current"}, 3),
                            (6, {"department": "legal"}, 5)):
         q, m, meta = _retrieval_case(seed)
-        yield Case((q, m, meta, where, k), _filtered(q, m, meta, where, k))
-
-
-def _post(q, m, meta, where, k, overfetch):
-    ranked = [int(i) for i in np.argsort(-(m @ q), kind="stable")[:k * overfetch]]
-    return [i for i in ranked if _matches(meta[i], where)][:k]
+        yield Case((q, m, meta, where, k), _dense.top_k_rows(q, m, k, meta, where))
 
 
 @exercise("postfilter",
           "first take the k * overfetch best rows of the whole matrix, then drop the ones "
           "that fail the filter, then keep at most k — and see how few can be left")
 def _():
-    for seed, where, k, over in ((7, {"status": "superseded"}, 5, 1), (8, {"status": "superseded"}, 5, 4),
+    for seed, where, k, over in ((7, {"status": "superseded"}, 5, 1),
+                                 (8, {"status": "superseded"}, 5, 4),
                                  (9, {"department": "technical"}, 4, 2)):
         q, m, meta = _retrieval_case(seed)
-        yield Case((q, m, meta, where, k, over), _post(q, m, meta, where, k, over))
+        yield Case((q, m, meta, where, k, over), _dense.postfilter_rows(q, m, meta, where, k, over))
 
 
 @exercise("context_tokens",
@@ -332,7 +325,7 @@ def _():
           "(fewer if the ranking is shorter than k)")
 def _():
     for counts, k in (([120, 80, 200, 40], 2), ([120, 80, 200, 40], 10), ([256] * 50, 20), ([], 5)):
-        yield Case((counts, k), sum(counts[:k]))
+        yield Case((counts, k), _cost.context_tokens(counts, k))
 
 
 # ---------------------------------------------------------------------------------------
@@ -341,16 +334,17 @@ _RANKED = [["a", "b", "c", "d", "e"], ["x", "y", "a", "b"], ["x", "y", "z"], ["b
 _RELEVANT = [{"a": 1}, {"a": 1, "b": 1}, {"q": 1}, {"a": 1, "b": 1, "c": 1}, {"a": 1}]
 
 
-@exercise("recall_at_k", "of the relevant documents, what share appears in the first k of the ranking?")
+@exercise("recall_at_k",
+          "of the relevant documents, what share appears in the first k of the ranking?")
 def _():
-    for rel, ranked in zip(_RELEVANT, _RANKED):
+    for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
         for k in (1, 3, 5):
             yield Case((rel, ranked, k), _ev.recall_at_k(rel, ranked, k))
 
 
 @exercise("hit_at_k", "1.0 if at least one relevant document is in the first k, else 0.0")
 def _():
-    for rel, ranked in zip(_RELEVANT, _RANKED):
+    for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
         for k in (1, 2, 5):
             yield Case((rel, ranked, k), _ev.hit_at_k(rel, ranked, k))
 
@@ -358,7 +352,7 @@ def _():
 @exercise("reciprocal_rank", "walk down the first k results; at the first relevant one return "
                              "1 / its rank (ranks count from 1); none found -> 0.0")
 def _():
-    for rel, ranked in zip(_RELEVANT, _RANKED):
+    for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
         for k in (1, 3, 10):
             yield Case((rel, ranked, k), _ev.reciprocal_rank(rel, ranked, k))
 
@@ -368,9 +362,8 @@ def _():
           "(first correct at ranks 1, 3, 2, not found, 1) gives 0.567")
 def _():
     worked = [["g", "a"], ["a", "b", "g"], ["a", "g"], ["a", "b", "c"], ["g"]]
-    yield Case(([{"g": 1}] * 5, worked, 10), sum(_ev.reciprocal_rank({"g": 1}, r, 10) for r in worked) / 5)
-    yield Case((_RELEVANT, _RANKED, 10),
-               sum(_ev.reciprocal_rank(a, b, 10) for a, b in zip(_RELEVANT, _RANKED)) / len(_RANKED))
+    yield Case(([{"g": 1}] * 5, worked, 10), _ev.mean_reciprocal_rank([{"g": 1}] * 5, worked, 10))
+    yield Case((_RELEVANT, _RANKED, 10), _ev.mean_reciprocal_rank(_RELEVANT, _RANKED, 10))
 
 
 @exercise("ndcg_at_k",
@@ -378,7 +371,8 @@ def _():
           "possible ordering of the relevant documents")
 def _():
     graded = [{"a": 3, "b": 1}, {"c": 2, "a": 1}]
-    for rel, ranked in list(zip(_RELEVANT, _RANKED)) + [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"])]:
+    extra = [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"])]
+    for rel, ranked in list(zip(_RELEVANT, _RANKED, strict=True)) + extra:
         for k in (1, 3, 10):
             yield Case((rel, ranked, k), _ev.ndcg_at_k(rel, ranked, k))
 
@@ -397,34 +391,28 @@ def _():
         yield Case((n_docs, df), _bm25.idf_lucene(n_docs, df))
 
 
-def _term(tf, doc_len, avgdl, idf, k1, b):
-    return idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))
-
-
 @exercise("bm25_term_score",
           "idf times a saturating tf: tf / (tf + k1 * (1 - b + b * doc_len / avgdl)); b decides "
           "how much longer-than-average documents are penalised")
 def _():
-    for args in ((1, 100, 100, 2.0, 1.2, 0.75), (5, 100, 100, 2.0, 1.2, 0.75), (3, 400, 100, 1.5, 1.2, 0.75),
-                 (3, 400, 100, 1.5, 1.2, 0.0), (2, 50, 120, 0.7, 2.0, 1.0), (0, 80, 100, 3.0, 1.2, 0.75)):
-        yield Case(args, _term(*args))
+    for args in ((1, 100, 100, 2.0, 1.2, 0.75), (5, 100, 100, 2.0, 1.2, 0.75),
+                 (3, 400, 100, 1.5, 1.2, 0.75), (3, 400, 100, 1.5, 1.2, 0.0),
+                 (2, 50, 120, 0.7, 2.0, 1.0), (0, 80, 100, 3.0, 1.2, 0.75)):
+        yield Case(args, _bm25.term_weight(*args))
 
 
 def _rrf_ids(rankings, k):
     hits = [[_Hit(d, 0.0, r) for r, d in enumerate(rank, 1)] for rank in rankings]
-    return [(h.id, h.score) for h in _fusion.reciprocal_rank_fusion(hits, k=k)]
+    return [(h.id, h.score) for h in _fusion.reciprocal_rank_fusion(hits, rrf_k=k)]
 
 
 @exercise("rrf", "each list adds 1 / (k + rank) to a document it contains, ranks counting from 1; "
                  "sort by the total, highest first, ties by id")
 def _():
     for rankings, k in (([["a", "b", "c"], ["b", "a"]], 60), ([["a", "b", "c"], ["c", "d"]], 60),
-                        ([["x"], [], ["y", "x"]], 60), ([["a", "b"], ["b", "a"]], 0), ([["p", "q", "r"]], 1)):
+                        ([["x"], [], ["y", "x"]], 60), ([["a", "b"], ["b", "a"]], 0),
+                        ([["p", "q", "r"]], 1)):
         yield Case((rankings, k), _rrf_ids(rankings, k))
-
-
-def _rescued(dense, keyword, fused, n):
-    return [d for d in fused[:n] if d not in dense[:n] and d in keyword]
 
 
 @exercise("rescued_documents",
@@ -435,25 +423,19 @@ def _():
     keyword = ["k1", "d3", "k2", "d9", "d1"]
     fused = ["d3", "d1", "k1", "d2", "k2", "d4", "d9"]
     for n in (1, 3, 5, 7):
-        yield Case((dense, keyword, fused, n), _rescued(dense, keyword, fused, n))
+        yield Case((dense, keyword, fused, n), _fusion.rescued(dense, keyword, fused, n))
 
 
 @exercise("minmax_normalise", "map the smallest score to 0 and the largest to 1; if all scores are "
                               "equal, give every one 1.0")
 def _():
     for scores in ([3.0, 1.0, 2.0], [12.5, 7.25, 0.5, 9.0], [0.42], [2.0, 2.0], [-1.0, 0.0, 1.0]):
-        lo, hi = min(scores), max(scores)
-        yield Case((scores,), [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores])
+        yield Case((scores,), _fusion.minmax_normalise(scores))
 
 
 # ---------------------------------------------------------------------------------------
 # Chapter 6: reranking
 from . import rerank as _rerank  # noqa: E402
-
-
-def _thresholded(ids, scores, k, threshold):
-    order = sorted(range(len(ids)), key=lambda i: (-scores[i], i))
-    return [ids[i] for i in order if scores[i] >= threshold][:k]
 
 
 @exercise("thresholded_rerank",
@@ -463,7 +445,7 @@ def _():
     ids = ["c1", "c2", "c3", "c4", "c5"]
     scores = [0.20, 0.91, 0.35, 0.91, 0.05]
     for k, th in ((3, 0.0), (3, 0.3), (2, 0.9), (5, 0.95), (1, 0.3)):
-        yield Case((ids, scores, k, th), _thresholded(ids, scores, k, th))
+        yield Case((ids, scores, k, th), [ids[i] for i in _rerank.rerank_positions(scores, k, th)])
 
 
 @exercise("word_windows",
@@ -471,35 +453,24 @@ def _():
           "index pairs; the last window must reach the last word; a short text is one window")
 def _():
     for n, size, stride in ((250, 100, 50), (100, 100, 50), (30, 100, 50), (11, 4, 3), (10, 5, 5)):
-        text = " ".join(f"w{i}" for i in range(n))
-        spans, start = [], 0
-        if n <= size:
-            spans = [(0, n)]
-        else:
-            while True:
-                end = min(start + size, n)
-                spans.append((start, end))
-                if end == n:
-                    break
-                start += stride
-        assert [" ".join(text.split()[a:b]) for a, b in spans] == _rerank.windows(text, size, stride)
-        yield Case((n, size, stride), spans)
+        yield Case((n, size, stride), _rerank.word_window_spans(n, size, overlap=size - stride))
 
 
 @exercise("max_window_score", "a passage is as relevant as its best window: the max of its window "
                               "scores, one number per passage")
 def _():
     for scores in ([[0.1, 0.7, 0.3]], [[0.2], [0.5, 0.4], [0.9, 0.1, 0.1, 0.2]], [[-0.2, -0.1]]):
-        yield Case((scores,), [max(s) for s in scores])
+        yield Case((scores,), _rerank.max_window_scores(scores))
 
 
 @exercise("candidates_for_budget",
           "how many (query, passage) pairs fit in the latency budget? whole candidates only "
           "(round down), never more than are available")
 def _():
-    for ms_per_pair, budget, available in ((2.0, 100.0, 50), (2.0, 100.0, 30), (3.0, 100.0, 80), (7.5, 5.0, 50),
-                                          (1.0, 250.0, 100)):
-        yield Case((ms_per_pair, budget, available), min(available, int(budget // ms_per_pair)))
+    for ms_per_pair, budget, available in ((2.0, 100.0, 50), (2.0, 100.0, 30), (3.0, 100.0, 80),
+                                           (7.5, 5.0, 50), (1.0, 250.0, 100)):
+        yield Case((ms_per_pair, budget, available),
+                   _rerank.candidates_within_budget(ms_per_pair, budget, available))
 
 
 # ---------------------------------------------------------------------------------------
@@ -531,12 +502,12 @@ def _():
           "token i covers characters offsets[i][0] to offsets[i][1] of the context; the span runs "
           "from the first token's start to the last token's end")
 def _():
-    context = "Enterprise annual contracts carry a 14-day refund window measured from the invoice date."
-    offsets = [(0, 10), (11, 17), (18, 27), (28, 33), (34, 35), (36, 38), (38, 39), (39, 42), (43, 49),
-               (50, 56)]
+    context = ("Enterprise annual contracts carry a 14-day refund window measured from the "
+               "invoice date.")
+    offsets = [(0, 10), (11, 17), (18, 27), (28, 33), (34, 35), (36, 38), (38, 39), (39, 42),
+               (43, 49), (50, 56)]
     for i, j in ((5, 7), (0, 0), (5, 9), (8, 9)):
-        a, z = offsets[i][0], offsets[j][1]
-        yield Case((context, offsets, i, j), (context[a:z], a, z))
+        yield Case((context, offsets, i, j), _readers.span_to_characters(context, offsets, i, j))
 
 
 @exercise("windows_with_stride",
@@ -544,14 +515,8 @@ def _():
           "(so neighbours share `stride` tokens); stop once a window reaches the end")
 def _():
     for n, size, stride in ((10, 4, 1), (100, 30, 10), (30, 30, 5), (7, 10, 2), (50, 16, 8)):
-        spans, start = [], 0
-        while True:
-            end = min(start + size, n)
-            spans.append((start, end))
-            if end >= n:
-                break
-            start += size - stride
-        yield Case((n, size, stride), spans)
+        # the tokenizer's `stride` is the tokens neighbours share: a sliding window's overlap
+        yield Case((n, size, stride), _chunking.sliding_windows(n, size, overlap=stride))
 
 
 @exercise("abstain_below",
@@ -559,13 +524,17 @@ def _():
 def _():
     spans = [("14-day", 0.62), ("30 days", 0.21), ("invoice date", 0.05)]
     for th in (0.5, 0.7, 0.0, 0.62):
-        best = max(spans, key=lambda s: s[1])
-        yield Case((spans, th), best[0] if best[1] >= th else None)
-    yield Case(([], 0.1), None)
+        yield Case((spans, th), _readers.answer_or_abstain(spans, th))
+    yield Case(([], 0.1), _readers.answer_or_abstain([], 0.1))
 
 
 # ---------------------------------------------------------------------------------------
 # Chapter 8: the generative reader
+
+def _passages(n: int) -> list:
+    """``n`` retrieved passages, best first, with ids p1..pn."""
+    return [_Hit(f"p{i}", 1.0 / i, i) for i in range(1, n + 1)]
+
 
 @exercise("parse_citations",
           "find every [n] in the reply; valid only when there is at least one and every n is "
@@ -573,8 +542,8 @@ def _():
 def _():
     for reply, n in (("14 days [1].", 3), ("14 days [1]. 30 days [3][1].", 3), ("14 days [4].", 3),
                      ("Fourteen days.", 3), ("[2] says 7 days; [1] says 21 [2].", 2)):
-        numbers = [int(x) for x in re.findall(r"\[(\d+)\]", reply)]
-        yield Case((reply, n), (numbers, bool(numbers) and all(1 <= x <= n for x in numbers)))
+        cited = _readers.parse_citations(reply, _passages(n))
+        yield Case((reply, n), (list(cited.numbers), cited.valid))
 
 
 @exercise("reading_order",
@@ -582,15 +551,16 @@ def _():
           "take ranks 1, 3, 5, ... then the even ranks backwards")
 def _():
     for n in (1, 2, 3, 5, 6):
-        ids = [f"p{i}" for i in range(1, n + 1)]
-        yield Case((ids,), ids[0::2] + ids[1::2][::-1])
+        ids = [h.id for h in _passages(n)]
+        yield Case((ids,), [h.id for h in _readers.order_for_reading(_passages(n))])
 
 
 @exercise("is_abstention",
           "the model abstains only when the whole reply is the exact string NOT_IN_CONTEXT "
           "(surrounding spaces and a final full stop allowed)")
 def _():
-    for reply in ("NOT_IN_CONTEXT", " NOT_IN_CONTEXT.\n", "not_in_context", "The answer is NOT_IN_CONTEXT",
+    for reply in ("NOT_IN_CONTEXT", " NOT_IN_CONTEXT.\n", "not_in_context",
+                  "The answer is NOT_IN_CONTEXT",
                   "NOT IN CONTEXT", "14 days [1]"):
         yield Case((reply,), _readers.is_abstention(reply))
 
@@ -601,5 +571,4 @@ def _():
 def _():
     for texts, sources in ((["Refunds take 5 days."], ["billing-faq"]),
                            (["A.", "B.", "C."], ["s1", "s2", "s3"])):
-        yield Case((texts, sources), "\n".join(f'<passage n="{i}" source="{s}">\n{t}\n</passage>'
-                                              for i, (t, s) in enumerate(zip(texts, sources), 1)))
+        yield Case((texts, sources), _readers.number_passages(texts, sources))

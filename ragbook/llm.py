@@ -14,29 +14,46 @@
 to check the endpoint backend against a real HTTP server, and a quick way to share one
 loaded model between notebooks.
 
+Failures are named, not raw: ``LLMUnavailableError`` when the endpoint cannot be reached or
+does not answer within ``timeout`` seconds, ``LLMResponseError`` when it answers with anything
+but a chat completion (an HTTP error, a reply without ``choices``, ``content: null``, HTML).
+
 >>> get_llm().generate([{"role": "user", "content": "Say hi."}])   # doctest: +SKIP
 'Hi! How can I help you today?'
 """
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
+import math
 import os
 import threading
 import time
+import warnings
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Mapping, Sequence
 
-__all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "ChatServer"]
+from . import models
+from .embeddings import _slug
+from .retrieval import check_k
+
+__all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "ChatServer",
+           "LLMUnavailableError", "LLMResponseError"]
 
 Messages = Sequence[Mapping[str, str]]
 
 
 def _check(messages: Messages) -> list[dict]:
-    msgs = [dict(m) for m in messages]
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts, e.g. "
+                        "[{'role': 'user', 'content': 'hi'}]")
+    msgs = [dict(m) if isinstance(m, Mapping) else m for m in messages]
     if not msgs:
         raise ValueError("messages is empty; pass at least one {'role': 'user', 'content': ...}")
     for i, m in enumerate(msgs):
-        if m.get("role") not in ("system", "user", "assistant") or not isinstance(m.get("content"), str):
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant") \
+                or not isinstance(m.get("content"), str):
             raise ValueError(f"messages[{i}] must be {{'role': 'system'|'user'|'assistant', "
                              f"'content': str}}, got {m!r}")
     return msgs
@@ -51,26 +68,24 @@ class LocalLLM:
     """
 
     def __init__(self, profile: str | None = None, max_new_tokens: int = 256, cache: bool = True):
-        self.profile, self.max_new_tokens, self.cache = profile, max_new_tokens, cache
+        self.profile, self.cache = profile, cache
+        self.max_new_tokens = check_k(max_new_tokens, "max_new_tokens")
         self._pair = None
         self._db = None
 
     @property
     def name(self) -> str:
-        from . import models
-
         return models.resolve("generator", self.profile).name
 
     def _load(self):
         if self._pair is None:
-            from . import models
-
             self._pair = models.load("generator", self.profile)
         return self._pair
 
     def _prompt_ids(self, messages: Messages) -> list[int]:
         _, tok = self._load()
-        enc = tok.apply_chat_template(_check(messages), add_generation_prompt=True, return_dict=True)
+        enc = tok.apply_chat_template(_check(messages), add_generation_prompt=True,
+                                      return_dict=True)
         return list(enc["input_ids"])
 
     def _cached(self, key: str, make):
@@ -78,13 +93,12 @@ class LocalLLM:
             return make()
         import sqlite3
 
-        from . import models
-        from .embeddings import _slug
 
         if self._db is None:
             path = models.cache_dir("generations") / (_slug(self.name) + ".sqlite")
             self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-            self._db.execute("CREATE TABLE IF NOT EXISTS reply (h TEXT PRIMARY KEY, text TEXT NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS reply "
+                             "(h TEXT PRIMARY KEY, text TEXT NOT NULL)")
         row = self._db.execute("SELECT text FROM reply WHERE h = ?", (key,)).fetchone()
         if row:
             return row[0]
@@ -93,7 +107,8 @@ class LocalLLM:
             self._db.execute("INSERT OR REPLACE INTO reply VALUES (?, ?)", (key, text))
         return text
 
-    def generate(self, messages: Messages, max_new_tokens: int | None = None, stop: Sequence[str] = ()) -> str:
+    def generate(self, messages: Messages, max_new_tokens: int | None = None,
+                 stop: Sequence[str] = ()) -> str:
         """The model's reply to ``messages`` (greedy); cut at the first ``stop`` string
         (generation also halts there, which is what makes short answers fast)."""
         budget, stop = max_new_tokens or self.max_new_tokens, [s for s in stop if s]
@@ -120,13 +135,15 @@ class LocalLLM:
         if not options:
             raise ValueError("options is empty; pass the strings to score")
         key = _hash(["score", self.name, _check(messages), list(options), prefix])
-        return json.loads(self._cached(key, lambda: json.dumps(self._score(messages, options, prefix))))
+        return json.loads(self._cached(
+            key, lambda: json.dumps(self._score(messages, options, prefix))))
 
     def _score(self, messages: Messages, options: Sequence[str], prefix: str) -> list[float]:
         import torch
 
         model, tok = self._load()
-        base = self._prompt_ids(messages) + (tok(prefix, add_special_tokens=False)["input_ids"] if prefix else [])
+        base = self._prompt_ids(messages) + (
+            tok(prefix, add_special_tokens=False)["input_ids"] if prefix else [])
         opts = [tok(o, add_special_tokens=False)["input_ids"] for o in options]
         if not all(opts):
             raise ValueError(f"every option needs at least one token, got {list(options)!r}")
@@ -138,8 +155,9 @@ class LocalLLM:
             ids[r, :len(base) + len(o)] = torch.tensor(base + o)
             mask[r, :len(base) + len(o)] = 1
         with torch.no_grad():
-            logp = torch.log_softmax(model(input_ids=ids.to(model.device),
-                                           attention_mask=mask.to(model.device)).logits.float(), -1).cpu()
+            logits = model(input_ids=ids.to(model.device),
+                           attention_mask=mask.to(model.device)).logits
+            logp = torch.log_softmax(logits.float(), -1).cpu()
         return [float(sum(logp[r, len(base) + t - 1, tok_id] for t, tok_id in enumerate(o)))
                 for r, o in enumerate(opts)]
 
@@ -157,37 +175,128 @@ def _cut(text: str, stop: Sequence[str]) -> str:
     return text
 
 
+class LLMUnavailableError(RuntimeError):
+    """The endpoint could not be reached, or did not answer within the timeout."""
+
+
+class LLMResponseError(RuntimeError):
+    """The endpoint answered, but not with a chat completion (an HTTP error status, a body
+    that is not JSON, no ``choices``, no ``message``, ``content`` that is not a string)."""
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters for an error message (an HTML page can be long)."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _check_timeout(timeout) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}; "
+                         "e.g. timeout=30.0 (raise it for a slow model on a CPU)")
+    return float(timeout)
+
+
+def _check_retries(max_retries) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}; e.g. "
+                         "max_retries=1 (0 fails at the first timeout or connection error)")
+    return max_retries
+
+
+def _completion_text(body: str, url: str) -> str:
+    """The assistant's text in a chat-completion JSON ``body``; ``LLMResponseError`` naming
+    what came back when ``body`` is not a chat completion."""
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        reply = None
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise LLMResponseError(
+            f"{url} did not answer with a chat completion (expected "
+            f"{{'choices': [{{'message': {{'content': str}}}}]}}), got: {_preview(body)!r}; check "
+            "that base_url is an OpenAI-compatible /v1 endpoint that serves chat completions")
+    return content
+
+
+def _status_hint(status: int) -> str:
+    if status in (401, 403):
+        return "check api_key= (or RAGBOOK_LLM_API_KEY)"
+    if status == 404:
+        return ("check that base_url is an OpenAI-compatible /v1 chat-completions endpoint "
+                "(it usually ends in /v1) and that the model name exists there")
+    return "check the server's log; is base_url an OpenAI-compatible /v1 chat-completions endpoint?"
+
+
 class OpenAICompatibleLLM:
     """Chat completions from an OpenAI-compatible endpoint, at temperature 0.
 
     ``base_url``, ``model`` and ``api_key`` default to ``RAGBOOK_LLM_BASE_URL``,
-    ``RAGBOOK_LLM_MODEL`` and ``RAGBOOK_LLM_API_KEY``.
+    ``RAGBOOK_LLM_MODEL`` and ``RAGBOOK_LLM_API_KEY``. ``timeout`` (seconds per attempt) and
+    ``max_retries`` bound how long a dead server can stall a notebook: with the defaults,
+    about a minute rather than the openai client's six. The constructor only stores and
+    checks settings; the connection is made on the first ``generate``.
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
-                 api_key: str | None = None, max_new_tokens: int = 256, timeout: float = 120.0):
+                 api_key: str | None = None, max_new_tokens: int = 256, timeout: float = 30.0,
+                 max_retries: int = 1):
         self.base_url = base_url or os.environ.get("RAGBOOK_LLM_BASE_URL")
         self.model = model or os.environ.get("RAGBOOK_LLM_MODEL")
         if not self.base_url or not self.model:
-            raise ValueError("an OpenAI-compatible endpoint needs a base URL and a model name: pass "
-                             "base_url= and model=, or set RAGBOOK_LLM_BASE_URL and RAGBOOK_LLM_MODEL")
+            raise ValueError("an OpenAI-compatible endpoint needs a base URL and a model name: "
+                             "pass base_url= and model=, or set RAGBOOK_LLM_BASE_URL and "
+                             "RAGBOOK_LLM_MODEL")
         self.api_key = api_key or os.environ.get("RAGBOOK_LLM_API_KEY") or "not-needed"
-        self.max_new_tokens, self.timeout = max_new_tokens, timeout
+        self.max_new_tokens = max_new_tokens
+        self.timeout, self.max_retries = _check_timeout(timeout), _check_retries(max_retries)
         self._client = None
 
     @property
     def name(self) -> str:
         return f"{self.model} @ {self.base_url}"
 
-    def generate(self, messages: Messages, max_new_tokens: int | None = None, stop: Sequence[str] = ()) -> str:
+    @property
+    def url(self) -> str:
+        """The chat-completions URL the requests go to."""
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    def _chat(self):
         if self._client is None:
             from openai import OpenAI
 
-            self._client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout)
-        reply = self._client.chat.completions.create(
-            model=self.model, messages=_check(messages), temperature=0,
-            max_tokens=max_new_tokens or self.max_new_tokens, stop=list(stop) or None)
-        return _cut(reply.choices[0].message.content or "", stop).strip()
+            self._client = OpenAI(base_url=self.base_url, api_key=self.api_key,
+                                  timeout=self.timeout, max_retries=self.max_retries)
+        return self._client.chat.completions
+
+    def generate(self, messages: Messages, max_new_tokens: int | None = None,
+                 stop: Sequence[str] = ()) -> str:
+        """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
+        ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
+        import openai
+
+        msgs, tries = _check(messages), f"{1 + self.max_retries} attempt(s)"
+        try:
+            raw = self._chat().with_raw_response.create(
+                model=self.model, messages=msgs, temperature=0,
+                max_tokens=max_new_tokens or self.max_new_tokens, stop=list(stop) or None)
+        except openai.APITimeoutError as err:
+            raise LLMUnavailableError(
+                f"no reply from {self.url} within timeout={self.timeout} s ({tries}); check the "
+                "server is up and answering, or raise timeout= for a slow model") from err
+        except openai.APIConnectionError as err:
+            raise LLMUnavailableError(
+                f"could not connect to {self.url} ({tries}): {err}; start the server, or fix "
+                "base_url= (RAGBOOK_LLM_BASE_URL)") from err
+        except openai.APIStatusError as err:
+            raise LLMResponseError(
+                f"{self.url} answered HTTP {err.status_code}: {_preview(err.response.text)!r}; "
+                f"{_status_hint(err.status_code)}") from err
+        return _cut(_completion_text(raw.text, self.url), stop).strip()
 
 
 def get_llm(profile: str | None = None):
@@ -198,16 +307,88 @@ def get_llm(profile: str | None = None):
     return LocalLLM(profile)
 
 
+class _BadRequest(ValueError):
+    """A request the server refuses: ``status`` and the message sent back as JSON."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+def _is_loopback(host: str) -> bool:
+    """``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:                       # a host name, or "" (every interface)
+        return False
+
+
+def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str]]:
+    """(messages, max_tokens, stop) of a chat-completions request body; ``_BadRequest`` (400)
+    naming the field when it is not one."""
+    try:
+        req = json.loads(body)
+    except ValueError as err:
+        raise _BadRequest(400, f"the body is not JSON ({err}); send a chat-completions request, "
+                               "e.g. {\"messages\": [{\"role\": \"user\", "
+                               "\"content\": \"hi\"}]}") from err
+    if not isinstance(req, dict) or not isinstance(req.get("messages"), list) \
+            or not all(isinstance(m, dict) for m in req["messages"]):
+        raise _BadRequest(400, "'messages' must be a list of {'role': ..., 'content': ...} "
+                               f"objects, got {_preview(json.dumps(req), 120)}")
+    try:
+        messages = _check(req["messages"])
+    except ValueError as err:
+        raise _BadRequest(400, str(err)) from err
+    max_tokens, stop = req.get("max_tokens"), req.get("stop")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                   or max_tokens < 1):
+        raise _BadRequest(400, f"'max_tokens' must be an integer >= 1 or null, got {max_tokens!r}")
+    stop = [stop] if isinstance(stop, str) else ([] if stop is None else stop)
+    if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
+        raise _BadRequest(400, "'stop' must be a string, a list of strings or null, got "
+                               f"{req['stop']!r}")
+    return messages, max_tokens, stop
+
+
+def _completion(text: str, model: str) -> dict:
+    """A chat-completion reply carrying ``text``."""
+    return {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
 class ChatServer:
     """Serve ``llm`` at ``http://host:port/v1/chat/completions`` (the OpenAI protocol's
     non-streaming subset) from a background thread. ``port=0`` picks a free port.
+
+    Errors come back as OpenAI-style JSON (``{"error": {"message", "type"}}``): 400 for a
+    malformed request, 401 without ``Authorization: Bearer <api_key>`` (when ``api_key`` is
+    set), 404 for another path, 413 for a body over ``max_request_bytes`` (not read), 500
+    when the backend raises — sent with ``x-should-retry: false``, since a greedy model fails
+    the same way again and a retrying client would only run it again. Serving on anything
+    but a loopback address warns: the model would answer anyone who can reach the port.
 
     >>> with ChatServer(LocalLLM()) as server:          # doctest: +SKIP
     ...     OpenAICompatibleLLM(server.base_url, "local").generate(msgs)
     """
 
-    def __init__(self, llm, host: str = "127.0.0.1", port: int = 0, model_name: str = "local"):
+    def __init__(self, llm, host: str = "127.0.0.1", port: int = 0, model_name: str = "local",
+                 max_request_bytes: int = 1_000_000, api_key: str | None = None):
+        if isinstance(max_request_bytes, bool) or not isinstance(max_request_bytes, int) \
+                or max_request_bytes < 1:
+            raise ValueError(f"max_request_bytes must be an int >= 1, got {max_request_bytes!r}; "
+                             "e.g. max_request_bytes=1_000_000")
+        if not _is_loopback(host):
+            warnings.warn(f"ChatServer host={host!r} is not a loopback address: anyone who can "
+                          "reach this port can use the model. Use host='127.0.0.1' unless you "
+                          "mean it (and then set api_key=)", UserWarning, stacklevel=2)
         self.llm, self.model_name = llm, model_name
+        self.max_request_bytes, self.api_key = max_request_bytes, api_key
         self._lock = threading.Lock()  # one generation at a time: the model is not re-entrant
         self._httpd = ThreadingHTTPServer((host, port), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -217,41 +398,70 @@ class ChatServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
+    def _authorized(self, header: str | None) -> bool:
+        if self.api_key is None:
+            return True
+        return hmac.compare_digest((header or "").encode(), f"Bearer {self.api_key}".encode())
+
+    def _answer(self, path: str, headers, read) -> dict:
+        """The reply to one POST (``read(n)`` reads the body); ``_BadRequest`` for a refusal."""
+        try:
+            length = int(headers.get("Content-Length", 0))
+        except ValueError:
+            raise _BadRequest(400, "Content-Length must be an integer, got "
+                                   f"{headers['Content-Length']!r}") from None
+        if length > self.max_request_bytes:
+            raise _BadRequest(413, f"the request has {length} bytes, over max_request_bytes="
+                                   f"{self.max_request_bytes}; send fewer or shorter messages")
+        body = read(max(length, 0))
+        if path.rstrip("/") != "/v1/chat/completions":
+            raise _BadRequest(404, f"no route {path}; POST to /v1/chat/completions")
+        if not self._authorized(headers.get("Authorization")):
+            raise _BadRequest(401, "missing or wrong API key; send "
+                                   "'Authorization: Bearer <api_key>'")
+        messages, max_tokens, stop = _parse_request(body)
+        try:
+            with self._lock:
+                text = self.llm.generate(messages, max_new_tokens=max_tokens, stop=stop)
+        except Exception as err:  # any backend failure: a 500, not a dropped connection
+            raise _BadRequest(500, f"the backend failed: {type(err).__name__}: {err}",
+                              "server_error") from err
+        return _completion(text, self.model_name)
+
     def _handler(self):
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 60                     # seconds a client may stall mid-request
+
             def log_message(self, *args):  # keep notebooks and test output quiet
                 pass
 
-            def _send(self, code: int, body: dict):
+            def _send(self, code: int, body: dict, headers: Mapping[str, str] | None = None):
                 data = json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
 
             def do_POST(self):
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 try:
-                    req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                    stop = req.get("stop") or []
-                    with server._lock:
-                        text = server.llm.generate(req["messages"], max_new_tokens=req.get("max_tokens"),
-                                                   stop=[stop] if isinstance(stop, str) else stop)
-                except (KeyError, ValueError, json.JSONDecodeError) as err:
-                    return self._send(400, {"error": {"message": str(err), "type": "invalid_request_error"}})
-                self._send(200, {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion",
-                                 "created": int(time.time()), "model": server.model_name,
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": text}}],
-                                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+                    reply = server._answer(self.path, self.headers, self.rfile.read)
+                except _BadRequest as err:
+                    headers = {"x-should-retry": "false"} if err.status == 500 else {}
+                    if err.status == 413:            # the body is left unread: end the connection
+                        self.close_connection = True
+                        headers = {"Connection": "close"}
+                    error = {"error": {"message": str(err), "type": err.kind}}
+                    return self._send(err.status, error, headers)
+                self._send(200, reply)
 
         return Handler
 
-    def start(self) -> "ChatServer":
+    def start(self) -> ChatServer:
         self._thread.start()
         return self
 
@@ -259,7 +469,7 @@ class ChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

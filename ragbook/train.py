@@ -40,9 +40,9 @@ class SpanReaderConfig:
 def _features(examples: list[ReaderExample], tok, cfg: SpanReaderConfig):
     """Tokenise (question, context) with overflow; label each window with the token span
     of the answer, or [CLS] (0, 0) when the window holds no answer (SQuAD 2.0 style)."""
-    enc = tok([e.question for e in examples], [e.context for e in examples], truncation="only_second",
-              max_length=cfg.max_length, stride=cfg.stride, return_overflowing_tokens=True,
-              return_offsets_mapping=True, padding="max_length")
+    enc = tok([e.question for e in examples], [e.context for e in examples],
+              truncation="only_second", max_length=cfg.max_length, stride=cfg.stride,
+              return_overflowing_tokens=True, return_offsets_mapping=True, padding="max_length")
     starts, ends = [], []
     for w, sample in enumerate(enc["overflow_to_sample_mapping"]):
         ex, offsets, seq = examples[sample], enc["offset_mapping"][w], enc.sequence_ids(w)
@@ -78,7 +78,11 @@ def train_span_reader(cfg: SpanReaderConfig | None = None, progress: bool = True
     """Fine-tune (or return the cached) MiniLM QA head; returns the model folder, which
     ``ExtractiveReader`` and ``RAGBOOK_MODEL_SPAN_READER`` accept."""
     import torch
-    from transformers import AutoTokenizer, BertForQuestionAnswering, get_linear_schedule_with_warmup
+    from transformers import (
+        AutoTokenizer,
+        BertForQuestionAnswering,
+        get_linear_schedule_with_warmup,
+    )
 
     cfg = cfg or SpanReaderConfig()
     target = span_reader_path(cfg)
@@ -119,7 +123,7 @@ def train_span_reader(cfg: SpanReaderConfig | None = None, progress: bool = True
     tmp = target.with_name(f"{target.name}.partial-{os.getpid()}")
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
-    (tmp / "ragbook-training.json").write_text(json.dumps({"config": asdict(cfg), "windows": len(ids),
-                                                            "examples": "reader sets, train split"}))
+    (tmp / "ragbook-training.json").write_text(json.dumps(
+        {"config": asdict(cfg), "windows": len(ids), "examples": "reader sets, train split"}))
     os.replace(tmp, target)
     return target

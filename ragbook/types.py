@@ -9,8 +9,9 @@ Chunk(id='a:0-5', doc_id='a', text='hello', start=0, end=5, metadata={})
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["Document", "Chunk", "Hit", "Answer"]
 
@@ -30,6 +31,9 @@ class Document:
             raise ValueError(f"Document.id must be a non-empty string, got {self.id!r}")
         if not isinstance(self.text, str):
             raise TypeError(f"Document.text must be a str, got {type(self.text).__name__}")
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(f"Document.metadata must be a mapping (a dict), got "
+                            f"{type(self.metadata).__name__}")
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,11 @@ class Hit:
     end: int | None = None
 
     def __post_init__(self) -> None:
-        if self.rank < 1:
-            raise ValueError(f"Hit.rank counts from 1, got {self.rank}")
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
+            raise ValueError(f"Hit.rank is a whole number counting from 1, got {self.rank!r}")
+        if isinstance(self.score, bool) or not isinstance(self.score, (int, float)) \
+                or self.score != self.score:
+            raise ValueError(f"Hit.score must be a number (not NaN), got {self.score!r}")
 
 
 @dataclass(frozen=True)

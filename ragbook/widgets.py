@@ -5,7 +5,7 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``chunking_explorer(exp)`` -> ``ChunkingExperiment.stats(size, overlap)`` (chapter 1)
 * ``similarity_playground()``-> ``similarity_rankings(query, docs)``  (chapter 2)
 * ``topk_explorer(topk)``    -> ``TopK.stats(k)`` / ``TopK.retrieved(qid, k)`` (chapter 3)
-* ``fusion_explorer(grid)``  -> ``FusionGrid.stats(k_rrf, depth)``    (chapter 5)
+* ``fusion_explorer(grid)``  -> ``FusionGrid.stats(rrf_k, depth)``    (chapter 5)
 * ``rerank_explorer(budget)``-> ``RerankBudget.stats(candidates)``   (chapter 6)
 
 ipywidgets and matplotlib are imported only when a widget is built.
@@ -13,12 +13,14 @@ ipywidgets and matplotlib are imported only when a widget is built.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from . import chunking, cost, evaluate, similarity
+from .fusion import reciprocal_rank_fusion
+from .retrieval import check_k
 from .types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
@@ -46,7 +48,8 @@ def cost_table(**settings) -> str:
              f"{'sequential':>11s} {'parallel':>9s}"]
     for r in rows:
         lines.append(f"{r.design:22s} {r.calls:7,d} {r.input_tokens:13,d} {r.dollars:13,.3f} "
-                     f"{_duration(r.latency_sequential_s):>11s} {_duration(r.latency_parallel_s):>9s}")
+                     f"{_duration(r.latency_sequential_s):>11s} "
+                     f"{_duration(r.latency_parallel_s):>9s}")
     lines.append(f"search space cut by {cost.reduction_factor(w):,.0f}x "
                  f"({w.corpus_docs:,} documents -> {w.k} read)")
     return "\n".join(lines)
@@ -58,11 +61,16 @@ def cost_explorer():
 
     d = cost.Workload()
     sliders = dict(
-        corpus_docs=W.IntSlider(value=d.corpus_docs, min=1_000, max=200_000, step=1_000, description="documents"),
-        tokens_per_doc=W.IntSlider(value=d.tokens_per_doc, min=100, max=4_000, step=100, description="tokens/doc"),
-        price_per_million=W.FloatSlider(value=d.price_per_million, min=0.1, max=15, step=0.1, description="$ / M tok"),
-        call_latency_s=W.FloatSlider(value=d.call_latency_s, min=0.1, max=5, step=0.1, description="s / call"),
-        parallelism=W.IntSlider(value=d.parallelism, min=1, max=500, step=1, description="parallel"),
+        corpus_docs=W.IntSlider(value=d.corpus_docs, min=1_000, max=200_000, step=1_000,
+                                description="documents"),
+        tokens_per_doc=W.IntSlider(value=d.tokens_per_doc, min=100, max=4_000, step=100,
+                                   description="tokens/doc"),
+        price_per_million=W.FloatSlider(value=d.price_per_million, min=0.1, max=15, step=0.1,
+                                        description="$ / M tok"),
+        call_latency_s=W.FloatSlider(value=d.call_latency_s, min=0.1, max=5, step=0.1,
+                                     description="s / call"),
+        parallelism=W.IntSlider(value=d.parallelism, min=1, max=500, step=1,
+                                description="parallel"),
         k=W.IntSlider(value=d.k, min=1, max=50, step=1, description="k"),
     )
     out = W.Output()
@@ -112,7 +120,7 @@ class ChunkingExperiment:
             scores = qvec @ vecs.T
             top = np.argsort(-scores, axis=1)[:, :self.k]
             run = {}
-            for row, (qi, best) in enumerate(zip(qids, top)):
+            for row, (qi, best) in enumerate(zip(qids, top, strict=True)):
                 docs: dict[str, float] = {}
                 for j in best:
                     docs.setdefault(chunks[j].doc_id, float(scores[row, j]))
@@ -138,7 +146,8 @@ def chunking_explorer(experiment: ChunkingExperiment):
     """Size and overlap sliders over a built ``ChunkingExperiment``."""
     import ipywidgets as W
 
-    size = W.SelectionSlider(options=list(experiment.sizes), value=experiment.sizes[len(experiment.sizes) // 2],
+    size = W.SelectionSlider(options=list(experiment.sizes),
+                             value=experiment.sizes[len(experiment.sizes) // 2],
                              description="size (tok)")
     overlap = W.SelectionSlider(options=[(f"{o:.0%}", o) for o in experiment.overlaps],
                                 value=experiment.overlaps[1], description="overlap")
@@ -179,8 +188,10 @@ def similarity_playground():
     spec = {"query": (30, 1.0), "A": (40, 0.6), "B": (80, 3.0), "C": (10, 1.5)}
     controls = {}
     for name, (ang, ln) in spec.items():
-        controls[f"{name}_angle"] = W.IntSlider(value=ang, min=0, max=180, step=5, description=f"{name} angle")
-        controls[f"{name}_length"] = W.FloatSlider(value=ln, min=0.1, max=4, step=0.1, description=f"{name} length")
+        controls[f"{name}_angle"] = W.IntSlider(value=ang, min=0, max=180, step=5,
+                                                description=f"{name} angle")
+        controls[f"{name}_length"] = W.FloatSlider(value=ln, min=0.1, max=4, step=0.1,
+                                                   description=f"{name} length")
     out = W.Output()
 
     def show(**v):
@@ -190,7 +201,9 @@ def similarity_playground():
         out.clear_output(wait=True)
         with out:
             fig, ax = plt.subplots(figsize=(4, 4))
-            for vec, label, color in [(q, "query", "black")] + list(zip(docs, "ABC", ["C0", "C1", "C2"])):
+            arrows = [(q, "query", "black")] + list(zip(docs, "ABC", ["C0", "C1", "C2"],
+                                                        strict=True))
+            for vec, label, color in arrows:
                 ax.annotate("", vec, (0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
                 ax.text(*vec, f" {label}", color=color)
             ax.set_xlim(-4, 4), ax.set_ylim(-0.5, 4.5), ax.set_aspect("equal"), ax.grid(alpha=.3)
@@ -255,7 +268,8 @@ def topk_explorer(topk: TopK):
         out.clear_output(wait=True)
         s = topk.stats(k)
         with out:
-            print(f"recall@{k} = {s[f'recall@{k}']:.3f}, context = {s['context_tokens']:.0f} tokens on average")
+            print(f"recall@{k} = {s[f'recall@{k}']:.3f}, "
+                  f"context = {s['context_tokens']:.0f} tokens on average")
             for rank, score, doc, is_gold, words in topk.retrieved(qid, k):
                 print(f"{'*' if is_gold else ' '} {rank:2d}. {score:.3f} {doc:36s} {words}")
 
@@ -278,15 +292,14 @@ class FusionGrid:
     qrels: dict
     fuse_to: int = 50
 
-    def stats(self, k_rrf: int = 60, depth: int = 100, weights=(1.0, 1.0)) -> dict:
-        from .fusion import reciprocal_rank_fusion
-
-        if depth < 1:
-            raise ValueError(f"depth must be >= 1, got {depth}")
-        fused = {q: reciprocal_rank_fusion([d[:depth], b[:depth]], k=k_rrf, weights=weights, top=self.fuse_to)
+    def stats(self, rrf_k: int = 60, depth: int = 100, weights=(1.0, 1.0)) -> dict:
+        """recall@5 and MRR@10 of RRF with constant ``rrf_k`` over channels cut to ``depth``."""
+        depth = check_k(depth, "depth")
+        fused = {q: reciprocal_rank_fusion([d[:depth], b[:depth]], k=self.fuse_to, rrf_k=rrf_k,
+                                           weights=weights)
                  for q, (d, b) in self.channels.items()}
         run = evaluate.run_from_hits(fused)
-        return {"k_rrf": k_rrf, "depth": depth,
+        return {"rrf_k": rrf_k, "depth": depth,
                 **evaluate.evaluate(self.qrels, run, ["recall@5", "mrr@10"])}
 
 
@@ -338,14 +351,16 @@ def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
     from cached vectors)."""
     import ipywidgets as W
 
-    n = W.SelectionSlider(options=list(options), value=options[len(options) // 2], description="candidates")
+    n = W.SelectionSlider(options=list(options), value=options[len(options) // 2],
+                          description="candidates")
     out = W.Output()
 
     def show(n):
         out.clear_output(wait=True)
         s = budget.stats(n)
         with out:
-            print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}")
+            print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   "
+                  f"MRR@10 = {s['mrr@10']:.3f}")
 
     W.interactive_output(show, {"n": n})
     show(n.value)

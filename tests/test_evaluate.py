@@ -6,9 +6,18 @@ from ragbook import Encoder
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
-from ragbook.evaluate import (bootstrap_ci, compare_runs, evaluate, format_table, ndcg_at_k,
-                              paired_bootstrap, paired_randomization_test, per_query, ranking,
-                              retrieve_run)
+from ragbook.evaluate import (
+    bootstrap_ci,
+    compare_runs,
+    evaluate,
+    format_table,
+    ndcg_at_k,
+    paired_bootstrap,
+    paired_randomization_test,
+    per_query,
+    ranking,
+    retrieve_run,
+)
 
 # chapter 4's worked example: first correct answer at ranks 1, 3, 2, not found, 1
 QRELS = {f"q{i}": {"gold": 1} for i in range(1, 6)}
@@ -21,8 +30,10 @@ RUN = {"q1": {"gold": 5, "a": 4},
 
 def test_worked_example_exactly():
     rr = per_query(QRELS, RUN, "mrr@10")
-    assert [Fraction(v).limit_denominator(10) for v in rr.values()] == [1, Fraction(1, 3), Fraction(1, 2), 0, 1]
-    assert Fraction(evaluate(QRELS, RUN, "mrr@10")).limit_denominator(100) == Fraction(17, 30)  # 2.833/5
+    assert [Fraction(v).limit_denominator(10) for v in rr.values()] == [
+        1, Fraction(1, 3), Fraction(1, 2), 0, 1]
+    # 2.833/5
+    assert Fraction(evaluate(QRELS, RUN, "mrr@10")).limit_denominator(100) == Fraction(17, 30)
     assert Fraction(evaluate(QRELS, RUN, "recall@5")).limit_denominator(100) == Fraction(4, 5)
 
 
@@ -45,7 +56,8 @@ def test_ties_break_by_doc_id():
 
 
 def test_missing_query_scores_zero_and_unjudged_queries_are_ignored():
-    assert evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1}, "zz": {"a": 1}}, "hit@1") == 0.5
+    assert evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1}, "zz": {"a": 1}},
+                    "hit@1") == 0.5
 
 
 def test_bad_metric_names_say_the_format():
@@ -83,7 +95,8 @@ def real_runs():
     faq = [d for d in py.documents if d.metadata["file"].startswith("faq/")]
     others = [d for d in py.documents if not d.metadata["file"].startswith("faq/")][::7][:1500]
     pindex = DenseIndex(Encoder()).build(faq + others)
-    runs.append((py.qrels("test"), retrieve_run(pindex, [(q.id, q.text) for q in py.split("test")], k=20)))
+    runs.append((py.qrels("test"),
+                 retrieve_run(pindex, [(q.id, q.text) for q in py.split("test")], k=20)))
     return runs
 
 
@@ -106,7 +119,8 @@ def test_metrics_agree_with_trec_eval(real_runs):
 
 
 def test_compare_runs_table():
-    rows = compare_runs(QRELS, {"a": RUN, "b": {q: {"gold": 1} for q in QRELS}}, ["mrr@10"], baseline="a")
+    rows = compare_runs(QRELS, {"a": RUN, "b": {q: {"gold": 1} for q in QRELS}}, ["mrr@10"],
+                        baseline="a")
     assert rows[1]["Δmrr@10"][0] == pytest.approx(1 - 17 / 30)
     text = format_table(rows)
     assert "Δmrr@10" in text and text.splitlines()[1].startswith("a")

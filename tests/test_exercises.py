@@ -2,12 +2,14 @@
 is reported NOT IMPLEMENTED, every worked solution PASSES, every registered exercise is used,
 and the grader turns a learner's bug into feedback instead of a crash."""
 import json
+import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 
@@ -138,3 +140,117 @@ def test_not_implemented_and_pass_and_unknown(capsys):
     assert "[check] distance_from_cosine: PASSED" in capsys.readouterr().out
     assert check("no_such_exercise", blank) is False
     assert "UNKNOWN" in capsys.readouterr().out
+
+
+class _Hostile:
+    """A result no check can read: comparing, printing, iterating or converting it raises."""
+
+    def __eq__(self, other):
+        raise RuntimeError("__eq__ exploded")
+
+    __ne__ = __lt__ = __gt__ = __eq__
+    __hash__ = None
+
+    def __repr__(self):
+        raise RuntimeError("__repr__ exploded")
+
+    def __iter__(self):
+        raise RuntimeError("__iter__ exploded")
+
+    def __len__(self):
+        raise RuntimeError("__len__ exploded")
+
+    def __float__(self):
+        raise RuntimeError("__float__ exploded")
+
+    def __bool__(self):
+        raise RuntimeError("__bool__ exploded")
+
+
+def _raises_value_error(*args, **kwargs):
+    raise ValueError("learner bug")
+
+
+def _exits(*args, **kwargs):
+    raise SystemExit(1)
+
+
+BAD_LEARNERS = {
+    "raises ValueError": _raises_value_error,
+    "calls exit()": _exits,
+    "returns None": lambda *a, **k: None,
+    "returns a str": lambda *a, **k: "garbage",
+    "returns a dict": lambda *a, **k: {"not": "it"},
+    "returns NaN": lambda *a, **k: float("nan"),
+    "returns an array": lambda *a, **k: np.array([[np.nan, 1.0], [2.0, 3.0]]),
+    "returns a hostile object": lambda *a, **k: _Hostile(),
+}
+
+
+@pytest.mark.parametrize("learner", sorted(BAD_LEARNERS))
+@pytest.mark.parametrize("name", sorted(grading.EXERCISES))
+def test_check_never_raises_and_always_gives_feedback(capsys, name, learner):
+    """Whatever the learner's function does, check prints a FAILED report for the first
+    case (input, what went wrong, hint) and returns False; it never raises."""
+    assert check(name, BAD_LEARNERS[learner]) is False
+    out = capsys.readouterr().out
+    assert out.startswith(f"[check] {name}: FAILED (case 1 of "), out
+    assert "input:" in out and "hint:" in out and ("got:" in out or "raised:" in out), out
+
+
+def test_raised_exception_is_named_in_the_feedback(capsys):
+    assert check("minmax_normalise", _raises_value_error) is False
+    out = capsys.readouterr().out
+    assert "raised:   ValueError: learner bug" in out and "hint:" in out
+
+
+def test_wrong_type_is_shown_as_got(capsys):
+    assert check("rescued_documents", lambda *a: {"k1"}) is False   # a set, not a list
+    assert "got:      {'k1'}" in capsys.readouterr().out
+
+
+def test_not_a_function_and_bad_names_are_feedback(capsys):
+    assert check("cosine", 0.96) is False                      # called it instead of passing it
+    assert "[check] cosine: FAILED" in capsys.readouterr().out
+    assert check(["cosine"], lambda a, b: 0.0) is False        # unhashable name
+    assert "UNKNOWN" in capsys.readouterr().out
+
+
+def test_a_broken_grader_is_reported_not_raised(capsys, monkeypatch):
+    def cases():
+        raise KeyError("grader bug")
+        yield  # pragma: no cover
+
+    monkeypatch.setitem(grading.EXERCISES, "broken_grader",
+                        grading.Exercise("broken_grader", "n/a", cases))
+    assert check("broken_grader", lambda: None) is False
+    out = capsys.readouterr().out
+    assert out.startswith("[check] broken_grader: FAILED (the grader could not build its cases")
+
+
+# -- expected values come from the package: the worked solutions pass, blanks do not -------
+
+def solution_functions() -> dict[str, object]:
+    """Every top-level function of solutions/NN-*.py, defined without running the chapter."""
+    source = "\n".join(m.group(0) for path in sorted((ROOT / "solutions").glob("[0-9][0-9]-*.py"))
+                       for m in re.finditer(r"^def \w+\(.*?(?=^\S)",
+                                            path.read_text(encoding="utf-8"), re.S | re.M))
+    namespace = {"math": math, "np": np, "re": re}
+    exec(compile(source, "solutions", "exec"), namespace)
+    return namespace
+
+
+def test_every_worked_solution_passes_and_every_blank_is_not_implemented(capsys):
+    """Fast, kernel-free twin of the notebook tests: each exercise's expected values (computed
+    by calling ragbook) agree with the chapter's worked solution."""
+    functions = solution_functions()
+    missing = [n for n in grading.EXERCISES if n not in functions]
+    assert not missing, f"no solution function named like these exercises: {missing}"
+
+    def blank(*args, **kwargs):
+        raise NotImplementedError("write me")
+
+    for name in grading.EXERCISES:
+        assert check(name, functions[name]) is True, capsys.readouterr().out
+        assert check(name, blank) is False
+        assert "NOT IMPLEMENTED" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from ragbook.types import Document, Hit
 
 def hits(*ids, scores=None):
     scores = scores or [10.0 - i for i in range(len(ids))]
-    return [Hit(d, s, r) for r, (d, s) in enumerate(zip(ids, scores), 1)]
+    return [Hit(d, s, r) for r, (d, s) in enumerate(zip(ids, scores, strict=True), 1)]
 
 
 def test_rrf_fractions():
@@ -33,7 +33,9 @@ def test_a_document_only_bm25_finds_at_rank_30_is_rescued():
     """Channels that half agree: BM25's top 29 mixes dense's favourites with its own; the
     document it ranks 30th, absent from dense's 100, still makes the fused top 50."""
     dense = hits(*[f"d{i}" for i in range(100)])
-    top29 = [x for pair in zip([f"d{i}" for i in range(15)], [f"k{i}" for i in range(14)]) for x in pair] + ["d14"]
+    top29 = [x for pair in zip([f"d{i}" for i in range(15)], [f"k{i}" for i in range(14)],
+                               strict=False)
+             for x in pair] + ["d14"]
     keyword = hits(*top29, "rescued", *[f"k{i}" for i in range(14, 84)])
     fused = [h.id for h in reciprocal_rank_fusion([dense, keyword], k=50)]
     assert "rescued" in fused and "rescued" not in [h.id for h in dense]
@@ -61,7 +63,8 @@ def test_score_blend_depends_on_score_ranges_rrf_does_not():
 
 
 def test_hybrid_builds_both_and_detects_drift():
-    docs = [Document(f"d{i}", f"refund policy number {i} for the enterprise plan") for i in range(5)]
+    docs = [Document(f"d{i}", f"refund policy number {i} for the enterprise plan")
+            for i in range(5)]
     hybrid = HybridRetriever(DenseIndex(), BM25Index()).build(docs)
     assert hybrid.check() == 5
     assert len(hybrid.search("enterprise refund", k=3)) == 3

@@ -1,6 +1,24 @@
+import contextlib
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
-from ragbook.llm import ChatServer, LocalLLM, OpenAICompatibleLLM, get_llm
+from ragbook.llm import (
+    ChatServer,
+    LLMResponseError,
+    LLMUnavailableError,
+    LocalLLM,
+    OpenAICompatibleLLM,
+    get_llm,
+)
 
 MESSAGES = [{"role": "system", "content": "Answer in one word."},
             {"role": "user", "content": "What is the capital of France?"}]
@@ -33,11 +51,13 @@ def test_server_rejects_bad_requests(local):
     import urllib.request
 
     with ChatServer(local) as server:
-        req = urllib.request.Request(server.base_url + "/chat/completions", data=b'{"messages": []}',
+        req = urllib.request.Request(server.base_url + "/chat/completions",
+                                     data=b'{"messages": []}',
                                      headers={"Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=30)
-        assert err.value.code == 400 and "messages is empty" in json.loads(err.value.read())["error"]["message"]
+        assert err.value.code == 400
+        assert "messages is empty" in json.loads(err.value.read())["error"]["message"]
 
 
 def test_endpoint_needs_url_and_model(monkeypatch):
@@ -76,5 +96,170 @@ def test_replies_are_cached_on_disk_and_equal_to_fresh_ones(tmp_path, monkeypatc
     files = list((tmp_path / "generations").glob("*.sqlite"))
     assert len(files) == 1
     assert sqlite3.connect(files[0]).execute("SELECT count(*) FROM reply").fetchone()[0] == 1
-    assert cached.generate(MESSAGES, stop=["."]) == first == LocalLLM(max_new_tokens=12, cache=False).generate(MESSAGES, stop=["."])
+    assert cached.generate(MESSAGES, stop=["."]) == first == LocalLLM(
+        max_new_tokens=12, cache=False).generate(MESSAGES, stop=["."])
     assert not first.endswith(".")                                   # cut at the stop string
+
+
+# -- the endpoint path, fast: scripted backends behind a real ChatServer ---------------------
+class Scripted:
+    """A chat backend with a canned reply (or a canned failure) that counts its calls."""
+
+    def __init__(self, reply="Paris.", error=None):
+        self.reply, self.error, self.calls = reply, error, 0
+
+    def generate(self, messages, max_new_tokens=None, stop=()):
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+
+def post(url, body: bytes, headers=None):
+    """(status, parsed JSON body) of a raw POST — errors included, never raised."""
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
+                                                         **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+@contextlib.contextmanager
+def raw_server(*bodies: bytes):
+    """A bare HTTP server on 127.0.0.1 answering 200 with ``bodies[i]`` at ``/i/v1/...``:
+    replies no real chat-completions server would send."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = bodies[int(self.path.split("/")[1])]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_endpoint_settings_have_bounded_defaults_and_are_validated():
+    llm = OpenAICompatibleLLM(base_url="http://127.0.0.1:9/v1", model="m")
+    assert (llm.timeout, llm.max_retries) == (30.0, 1)
+    for bad in (0, -1.0, float("nan"), float("inf"), "30", True, None):
+        with pytest.raises(ValueError, match=r"timeout must be a positive, finite number"):
+            OpenAICompatibleLLM(base_url="http://127.0.0.1:9/v1", model="m", timeout=bad)
+    for bad in (-1, True, 1.5, "1"):
+        with pytest.raises(ValueError, match=r"max_retries must be an int >= 0"):
+            OpenAICompatibleLLM(base_url="http://127.0.0.1:9/v1", model="m", max_retries=bad)
+
+
+def test_a_silent_server_fails_fast_with_an_error_naming_url_and_timeout():
+    with socket.socket() as silent:                  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        llm = OpenAICompatibleLLM(base_url=url, model="m", timeout=0.5, max_retries=0)
+        t = time.perf_counter()
+        with pytest.raises(LLMUnavailableError, match=r"timeout=0\.5") as err:
+            llm.generate(MESSAGES)
+        assert time.perf_counter() - t < 3 and url in str(err.value)
+    with pytest.raises(LLMUnavailableError, match="could not connect") as err:   # port now closed
+        OpenAICompatibleLLM(base_url=url, model="m", timeout=0.5, max_retries=0).generate(MESSAGES)
+    assert url in str(err.value)
+
+
+def test_replies_that_are_not_chat_completions_raise_a_clear_error():
+    bodies = (b"{}", b'{"choices": []}', b'{"choices": [{}]}', b'{"choices": [{"message": null}]}',
+              b'{"choices": [{"message": {"content": null}}]}',
+              b'{"choices": [{"message": {"content": 42}}]}', b"[]", b"<html>not an API</html>")
+    with raw_server(*bodies) as root:
+        for i, body in enumerate(bodies):
+            llm = OpenAICompatibleLLM(base_url=f"{root}/{i}/v1", model="m", max_retries=0)
+            with pytest.raises(LLMResponseError, match="OpenAI-compatible") as err:
+                llm.generate(MESSAGES)
+            assert body.decode()[:20] in str(err.value)             # says what came back
+
+
+def test_endpoint_round_trip_through_the_chat_server_with_an_api_key():
+    backend = Scripted("Paris, of course.")
+    with ChatServer(backend, api_key="s3cret") as server:
+        llm = OpenAICompatibleLLM(base_url=server.base_url, model="m", api_key="s3cret")
+        assert llm.generate(MESSAGES) == "Paris, of course."
+        assert llm.generate(MESSAGES, stop=[","]) == "Paris"
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+            code, body = post(server.base_url + "/chat/completions",
+                              json.dumps({"messages": MESSAGES}).encode(), headers)
+            assert code == 401 and body["error"]["type"] == "invalid_request_error"
+        with pytest.raises(LLMResponseError, match="401"):
+            wrong = OpenAICompatibleLLM(base_url=server.base_url, model="m", api_key="wrong")
+            wrong.generate(MESSAGES)
+    assert backend.calls == 2
+
+
+def test_server_answers_malformed_requests_with_400_and_never_calls_the_backend():
+    backend = Scripted()
+    bad = [b"not json", b"[]", b"{}", b'{"messages": "hi"}', b'{"messages": ["hi"]}',
+           b'{"messages": [{"role": "user"}]}',
+           b'{"messages": [{"role": "robot", "content": "x"}]}']
+    ok = {"messages": MESSAGES}
+    bad += [json.dumps({**ok, **extra}).encode() for extra in
+            ({"max_tokens": "12"}, {"max_tokens": True}, {"max_tokens": 0}, {"stop": 5},
+             {"stop": [1]})]
+    with ChatServer(backend) as server:
+        for body in bad:
+            code, reply = post(server.base_url + "/chat/completions", body)
+            assert code == 400 and reply["error"]["type"] == "invalid_request_error", body
+            assert reply["error"]["message"]
+        assert post(server.base_url + "/chat/completions", json.dumps(ok).encode())[0] == 200
+    assert backend.calls == 1
+
+
+def test_server_refuses_oversized_requests_without_reading_them():
+    backend = Scripted()
+    with ChatServer(backend, max_request_bytes=1000) as server:
+        conn = http.client.HTTPConnection(*server._httpd.server_address[:2], timeout=10)
+        conn.putrequest("POST", "/v1/chat/completions")
+        conn.putheader("Content-Length", str(10**9))       # claims a gigabyte, sends nothing
+        conn.endheaders()
+        resp = conn.getresponse()
+        assert resp.status == 413
+        assert "max_request_bytes=1000" in json.loads(resp.read())["error"]["message"]
+        conn.close()
+    assert backend.calls == 0
+    for bad in (0, -5, True, 1.5):
+        with pytest.raises(ValueError, match="max_request_bytes"):
+            ChatServer(backend, max_request_bytes=bad)
+
+
+def test_a_failing_backend_runs_once_and_the_client_gets_a_500():
+    backend = Scripted(error=RuntimeError("out of memory"))
+    with ChatServer(backend) as server:
+        request = json.dumps({"messages": MESSAGES}).encode()
+        code, body = post(server.base_url + "/chat/completions", request)
+        assert code == 500 and "out of memory" in body["error"]["message"]
+        backend.calls = 0
+        llm = OpenAICompatibleLLM(base_url=server.base_url, model="m", max_retries=2)
+        with pytest.raises(LLMResponseError, match="500.*out of memory"):
+            llm.generate(MESSAGES)
+    assert backend.calls == 1                        # the error is not retried: greedy fails alike
+
+
+def test_serving_beyond_loopback_warns():
+    with pytest.warns(UserWarning, match="192.0.2.1.*not a loopback"), pytest.raises(OSError):
+        ChatServer(Scripted(), host="192.0.2.1")     # TEST-NET address: the bind itself fails
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for host in ("127.0.0.1", "localhost"):
+            with ChatServer(Scripted(), host=host):
+                pass

@@ -90,8 +90,8 @@ def test_describe_has_a_row_per_role():
 
 def test_import_is_light():
     """`import ragbook` must not drag in torch, transformers or faiss."""
-    code = ("import sys, ragbook; heavy = [m for m in ('torch', 'transformers', 'faiss', 'scipy', 'openai', "
-            "'sentence_transformers') if m in sys.modules]; print(heavy)")
+    code = ("import sys, ragbook; heavy = [m for m in ('torch', 'transformers', 'faiss', 'scipy', "
+            "'openai', 'sentence_transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -119,7 +119,8 @@ def test_flat_api_does_not_shadow_submodules():
 
 def test_standard_profile_without_network_fails_fast_with_the_fix():
     """It used to retry for ~77 s and then raise a bare OSError."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env.update(RAGBOOK_PROFILE="standard", HF_HOME=os.path.join(os.getcwd(), ".no-hf-home"))
     code = ("import time; from ragbook import models\n"
             "t = time.perf_counter()\n"

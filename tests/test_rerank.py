@@ -5,7 +5,8 @@ from ragbook import Encoder, models
 from ragbook.rerank import CrossEncoderReranker, WindowScorer, windows
 from ragbook.types import Hit
 
-PASSAGES = ["Enterprise annual contracts carry a 14-day refund window measured from the invoice date.",
+PASSAGES = ["Enterprise annual contracts carry a 14-day refund window measured from the invoice "
+            "date.",
             "Our office is closed on Sundays.",
             "Monthly plans carry 30 days.",
             "The Hub needs outbound port 8883 to reach the relay."]
@@ -13,7 +14,8 @@ QUERY = "What is the refund window for enterprise contracts?"
 
 
 def candidate_hits():
-    return [Hit(f"p{i}", 0.5 - i / 100, i + 1, doc_id=f"p{i}", text=t) for i, t in enumerate(PASSAGES)]
+    return [Hit(f"p{i}", 0.5 - i / 100, i + 1, doc_id=f"p{i}", text=t)
+            for i, t in enumerate(PASSAGES)]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def test_threshold_can_return_nothing(minilm_cross_encoder):
 
 def test_window_scorer_is_the_max_over_windows():
     text = " ".join(["filler"] * 120) + " Enterprise annual contracts carry a 14-day refund window."
-    scorer = WindowScorer(Encoder(), size=50, stride=25)
+    scorer = WindowScorer(Encoder(), size=50, overlap=25)
     ws = windows(text, 50, 25)
     enc = scorer.encoder
     expected = float((enc.encode_passages(ws) @ enc.encode_queries([QUERY])[0]).max())
@@ -68,8 +70,8 @@ def test_windows_cover_the_text():
     ws = windows(text, 100, 50)
     assert [w.split()[0] for w in ws] == ["w0", "w50", "w100", "w150"] and ws[-1].endswith("w229")
     assert windows("short text", 100, 50) == ["short text"]
-    with pytest.raises(ValueError, match="stride"):
-        windows(text, 10, 0)
+    with pytest.raises(ValueError, match="overlap"):
+        windows(text, 10, 10)
 
 
 def test_bad_k():

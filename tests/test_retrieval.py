@@ -13,9 +13,18 @@ from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex, FaissStore
 from ragbook.fusion import HybridRetriever, IndexDriftError
-from ragbook.retrieval import (CorruptIndexError, NotBuiltError, Retriever, VectorStore, check_k,
-                               check_metadata, check_threshold, matches, translate_where,
-                               validate_where)
+from ragbook.retrieval import (
+    CorruptIndexError,
+    NotBuiltError,
+    Retriever,
+    VectorStore,
+    check_k,
+    check_metadata,
+    check_threshold,
+    matches,
+    translate_where,
+    validate_where,
+)
 from ragbook.types import Chunk, Document
 
 
@@ -42,7 +51,8 @@ def test_k_accepts_whole_numbers_including_numpy(k):
 
 @pytest.mark.parametrize("k", [0, -2, True, False, 2.0, "5", None, float("nan")])
 def test_k_rejects_everything_else(k):
-    with pytest.raises(ValueError, match=r"k must be a whole number >= 1 \(the number of results\)"):
+    with pytest.raises(ValueError,
+                       match=r"k must be a whole number >= 1 \(the number of results\)"):
         check_k(k)
 
 
@@ -76,7 +86,8 @@ def test_metadata_is_checked_at_build_time():
     with pytest.raises(TypeError, match="an element of metadata"):
         check_metadata({"tags": [{"nested": 1}]}, "a")
     with pytest.raises(TypeError, match="metadata values must be"):
-        DenseIndex(Encoder()).build([Document("a", "text", metadata={"when": datetime.date.today()})])
+        DenseIndex(Encoder()).build([Document("a", "text",
+                                              metadata={"when": datetime.date.today()})])
 
 
 def test_metadata_round_trips_through_save_and_load(tmp_path):
@@ -95,7 +106,8 @@ def test_metadata_round_trips_through_save_and_load(tmp_path):
 # -- the where language -----------------------------------------------------------------------
 @pytest.mark.parametrize("where, error, message", [
     ("status=current", TypeError, "where must be a mapping"),
-    ({"updated": {"$after": "2025"}}, ValueError, r"unknown filter operator '\$after' on 'updated'"),
+    ({"updated": {"$after": "2025"}}, ValueError,
+     r"unknown filter operator '\$after' on 'updated'"),
     ({"plan": {"$in": "pro"}}, TypeError, r"where\['plan'\]\['\$in'\] must be a list"),
     ({"seats": {"$gt": None}}, TypeError, r"where\['seats'\]\['\$gt'\] must be a finite number"),
     ({"plan": {}}, ValueError, r"where\['plan'\] is an empty operator mapping"),
@@ -315,7 +327,8 @@ def test_bm25_tokenizer_is_unicode_aware():
     assert tok("خطأ في الاتصال") == ["خطأ", "في", "الاتصال"]
     assert tok("返金期間") == ["返", "金", "期", "間"]
     assert tok("ERR_CONN_4021 in os.path.join") == ["err_conn_4021", "os.path.join"]
-    index = BM25Index().build([Document("fr", "Le café est fermé."), Document("jp", "返金期間は14日です"),
+    index = BM25Index().build([Document("fr", "Le café est fermé."),
+                               Document("jp", "返金期間は14日です"),
                                Document("en", "Refunds take fourteen days.")])
     assert index.search("café", k=1)[0].id == "fr"
     assert index.search("返金", k=1)[0].id == "jp"

@@ -19,6 +19,7 @@ def test_dense_recall_at_10_on_dev_stays_above_the_floor():
     hc = load_helpcentre()
     index = DenseIndex(encoder).build(chunk_documents(hc.documents, size=256, overlap=32))
     dev = [q for q in hc.split("dev") if q.gold]
-    recall = evaluate(hc.qrels("dev"), retrieve_run(index, [(q.id, q.standalone) for q in dev], k=10),
-                      "recall@10")
-    assert recall >= floor["value"], f"recall@10 fell to {recall:.3f}, below the floor {floor['value']}"
+    recall = evaluate(hc.qrels("dev"),
+                      retrieve_run(index, [(q.id, q.standalone) for q in dev], k=10), "recall@10")
+    assert recall >= floor["value"], (f"recall@10 fell to {recall:.3f}, "
+                                      f"below the floor {floor['value']}")

@@ -3,11 +3,13 @@ search(query, k, where) -> list[Hit] sorted by score, ranks from 1, never padded
 import pytest
 
 from ragbook import Encoder
+from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre
-from ragbook.bm25 import BM25Index
 from ragbook.dense import DenseIndex
 from ragbook.fusion import HybridRetriever
+from ragbook.rerank import CrossEncoderReranker, RerankedRetriever
+from ragbook.retrieval import Retriever
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,11 @@ def hybrid(chunks):
     return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
 
 
-RETRIEVERS = [dense_flat, dense_hnsw, bm25, hybrid]
+def reranked(chunks):
+    return RerankedRetriever(BM25Index().build(chunks), CrossEncoderReranker(), candidates=20)
+
+
+RETRIEVERS = [dense_flat, dense_hnsw, bm25, hybrid, reranked]
 
 
 @pytest.fixture(scope="module", params=RETRIEVERS, ids=lambda f: f.__name__)
@@ -45,7 +51,7 @@ def test_sorted_ranked_and_at_most_k(retriever, query):
     hits = retriever.search(query, k=7)
     assert 0 < len(hits) <= 7
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
     assert len({h.id for h in hits}) == len(hits)
 
 
@@ -62,3 +68,22 @@ def test_never_padded_and_filters_apply(retriever):
 def test_k_below_one_raises(retriever, k):
     with pytest.raises(ValueError, match="k must be"):
         retriever.search("refunds", k=k)
+
+
+def test_satisfies_the_protocol_and_fingerprints_its_corpus(retriever, chunks):
+    assert isinstance(retriever, Retriever)
+    assert len(retriever) == len(chunks)
+    fp = retriever.corpus_fingerprint
+    assert fp == retriever.corpus_fingerprint and fp.startswith(f"{len(chunks)}:")
+
+
+def test_hits_point_back_into_their_documents(retriever):
+    docs = {d.id: d.text for d in load_helpcentre().documents}
+    for h in retriever.search("how long is the refund window", k=5):
+        assert docs[h.doc_id][h.start:h.end] == h.text
+
+
+@pytest.mark.parametrize("bad", [{"status": {"$like": "c%"}}, "status=current"])
+def test_bad_filters_raise_before_searching(retriever, bad):
+    with pytest.raises((ValueError, TypeError), match="where|operator"):
+        retriever.search("refunds", k=3, where=bad)

@@ -19,7 +19,7 @@ def test_records_are_frozen():
 
 
 def test_ranks_count_from_one():
-    with pytest.raises(ValueError, match="counts from 1"):
+    with pytest.raises(ValueError, match="counting from 1"):
         Hit(id="c1", score=0.5, rank=0)
 
 

@@ -3,8 +3,14 @@ import pytest
 
 from ragbook import Encoder
 from ragbook.datasets import load_helpcentre
-from ragbook.widgets import (ChunkingExperiment, chunking_explorer, cost_explorer, cost_table,
-                             similarity_playground, similarity_rankings)
+from ragbook.widgets import (
+    ChunkingExperiment,
+    chunking_explorer,
+    cost_explorer,
+    cost_table,
+    similarity_playground,
+    similarity_rankings,
+)
 
 
 def test_cost_table_shows_the_seed_figures():
@@ -30,7 +36,8 @@ def small_experiment():
     docs = [d for d in hc.documents if d.metadata["department"] == "billing"]
     ids = {d.id for d in docs}
     qs = [q for q in hc.split("dev") if q.gold and set(q.gold) <= ids]
-    return ChunkingExperiment(docs, qs, Encoder(), sizes=(128,), overlaps=(0.0, 0.25)).build(progress=False)
+    return ChunkingExperiment(docs, qs, Encoder(), sizes=(128,),
+                              overlaps=(0.0, 0.25)).build(progress=False)
 
 
 def test_chunking_experiment_counts_and_recall(small_experiment):
@@ -63,7 +70,8 @@ def billing_hybrid():
     docs = [d for d in hc.documents if d.metadata["department"] == "billing"]
     ids = {d.id for d in docs}
     qs = [q for q in hc.split("dev") if q.gold and set(q.gold) <= ids]
-    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunk_documents(docs, size=256, overlap=32))
+    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(
+        chunk_documents(docs, size=256, overlap=32))
     return hybrid, qs, {q.id: {g: 1 for g in q.gold} for q in qs}
 
 
@@ -71,7 +79,8 @@ def test_topk_recall_grows_with_k_and_context_too(billing_hybrid):
     from ragbook.widgets import TopK, topk_explorer
 
     hybrid, qs, qrels = billing_hybrid
-    topk = TopK({q.id: hybrid.dense.search(q.standalone, k=50) for q in qs}, qrels, {q.id: q.text for q in qs})
+    topk = TopK({q.id: hybrid.dense.search(q.standalone, k=50) for q in qs}, qrels,
+                {q.id: q.text for q in qs})
     one, ten = topk.stats(1), topk.stats(10)
     assert one["recall@1"] <= ten["recall@10"] and one["context_tokens"] < ten["context_tokens"]
     rows = topk.retrieved(qs[0].id, 3)
@@ -96,8 +105,8 @@ def test_rerank_budget_keeps_at_most_k(billing_hybrid):
     from ragbook.widgets import RerankBudget, rerank_explorer
 
     hybrid, qs, qrels = billing_hybrid
-    budget = RerankBudget({q.id: (q.standalone, hybrid.search(q.standalone, k=20)) for q in qs}, qrels,
-                          CrossEncoderReranker(), keep=5)
+    budget = RerankBudget({q.id: (q.standalone, hybrid.search(q.standalone, k=20)) for q in qs},
+                          qrels, CrossEncoderReranker(), keep=5)
     s = budget.stats(10)
     assert s["candidates"] == 10 and s["ms_per_query"] > 0 and 0 < s["mrr@10"] <= 1
     assert rerank_explorer(budget, options=(5, 10)).children

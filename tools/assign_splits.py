@@ -27,7 +27,8 @@ def main() -> int:
     args = ap.parse_args()
     missing = 0
     for path in sorted(ROOT.glob("*.jsonl")):
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
         missing += sum("split" not in r for r in rows)
         if not args.check:
             for r in rows:

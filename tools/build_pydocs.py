@@ -479,7 +479,8 @@ def iter_sections(root, min_words=MIN_WORDS):
         heading = node.heading or ""
         here = path + [heading]
         if not inlined(node):
-            anchor = node.anchor or re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-") or "section"
+            anchor = (node.anchor or re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
+                      or "section")
             base, n = anchor, 1
             while anchor in used:
                 n += 1
@@ -776,8 +777,8 @@ def main(argv=None):
         n, errors = check_spans(spans_path, queries, sections)
         info["faq_spans"] = n
         split_of = {q["id"]: q["split"] for q in queries}
-        ids = [json.loads(l)["faq_id"] for l in spans_path.read_text(encoding="utf-8").splitlines()
-               if l.strip()]
+        ids = [json.loads(line)["faq_id"]
+               for line in spans_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         info["faq_spans_splits"] = {sp: sum(split_of.get(i) == sp for i in ids)
                                     for sp in ("train", "test")}
         for e in errors:

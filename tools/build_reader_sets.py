@@ -139,7 +139,8 @@ def build_helpcentre():
         else:
             found = None
         if found:
-            out[q.split].append(example(f"{q.id}-neg", text, found[1], None, hc.doc(found[0]).title))
+            out[q.split].append(example(f"{q.id}-neg", text, found[1], None,
+                                        hc.doc(found[0]).title))
     return out
 
 
@@ -160,7 +161,8 @@ def build_pydocs():
         others = [d for d in faq_docs if d.id != doc.id]
         found = best_window(q.text, others, exclude=ans["text"])
         if found:
-            out[split].append(example(f"{q.id}-neg", q.text, found[1], None, py.doc(found[0]).title))
+            out[split].append(example(f"{q.id}-neg", q.text, found[1], None,
+                                      py.doc(found[0]).title))
     return out
 
 

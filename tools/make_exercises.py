@@ -38,7 +38,8 @@ def blank(source: str, where: str) -> str:
                 raise ValueError(f"{where}: nested BEGIN SOLUTION")
             inside = True
             hint = (m.group(2) or "write your solution here").strip()
-            out.append(f"{m.group(1)}raise NotImplementedError({json.dumps(hint, ensure_ascii=False)})")
+            out.append(f"{m.group(1)}raise NotImplementedError("
+                       f"{json.dumps(hint, ensure_ascii=False)})")
         elif END.match(line):
             if not inside:
                 raise ValueError(f"{where}: END SOLUTION without BEGIN")
@@ -58,7 +59,7 @@ def exercise_of(path: Path) -> str:
             src = blank(src, f"{path.name} cell {i}")
             cell["outputs"], cell["execution_count"] = [], None
         lines = src.split("\n")
-        cell["source"] = [l + "\n" for l in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         cell.get("metadata", {}).pop("execution", None)
     nb.setdefault("metadata", {}).pop("widgets", None)
     nb["metadata"].pop("jupytext", None)  # an exercise is not paired with a .py source
