@@ -71,7 +71,7 @@ if __name__ == "__main__":
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
     qa = ExtractiveReader((AutoModelForQuestionAnswering.from_pretrained(path).eval(),
-                           AutoTokenizer.from_pretrained(path)), max_length=256, stride=64)
+                           AutoTokenizer.from_pretrained(path)), max_length=256, overlap=64)
     sentences = SentenceReader(Encoder())
     print(f"\n{'reader':26s} {'EM [95% CI]':>20s}  {'F1 [95% CI]':>20s}  "
           f"{'HasAns F1':>7s} {'NoAns acc':>9s} "

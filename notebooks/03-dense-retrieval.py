@@ -325,8 +325,10 @@ print(hc_topk.stats(5))     # the default state
 topk_explorer(hc_topk)
 
 # %% [markdown]
-# Indexes persist: `index.save(path)` writes the FAISS index with the items and the encoder
-# stamp; `DenseIndex.load(path)` refuses to load it under a different encoder.
+# Indexes persist: `index.save(path)` writes the FAISS index, the records (text, offsets,
+# metadata) and a `manifest.json` (counts, a checksum per file, the encoder's fingerprint),
+# all or nothing: a save that fails halfway leaves the previous one intact. `DenseIndex.load`
+# verifies every checksum and refuses to load the index under a different encoder.
 
 # %%
 import tempfile
