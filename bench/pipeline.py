@@ -1,0 +1,103 @@
+"""The whole pipeline's cost: index build throughput (cold and warm embedding cache) and
+``Pipeline.ask`` latency per stage over the help centre's test questions, offline profile.
+
+Goal (issue 12): p50 of ``ask`` < 300 ms on 2 cores with the extractive reader, caches warm.
+The peer is the same pipeline with nothing cached (query embeddings recomputed) — what a
+first-time question costs. The generative reader is timed separately on a sample.
+
+    .venv/bin/python bench/pipeline.py [--generative-sample 20]
+"""
+import argparse
+import os
+import resource
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+
+def build(chunks, cache_dir):
+    """Seconds to build dense + BM25 over ``chunks`` with the embedding cache in ``cache_dir``."""
+    os.environ["RAGBOOK_CACHE"] = cache_dir
+    from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever
+
+    t = time.perf_counter()
+    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
+    return time.perf_counter() - t, hybrid
+
+
+def percentiles(values):
+    return (float(np.percentile(values, 50)) * 1e3, float(np.percentile(values, 95)) * 1e3)
+
+
+def time_questions(pipeline, questions):
+    from ragbook.pipeline import with_history
+
+    totals, per_stage = [], {}
+    for q in questions:
+        t = time.perf_counter()
+        r = pipeline.ask(*with_history(q))
+        totals.append(time.perf_counter() - t)
+        for s in r.trace:
+            per_stage.setdefault(s.name, []).append(s.seconds)
+    return totals, per_stage
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--generative-sample", type=int, default=20)
+    args = ap.parse_args()
+    os.environ.setdefault("RAGBOOK_PROFILE", "offline")
+    from ragbook import load_helpcentre
+    from ragbook.chunking import chunk_documents
+
+    hc = load_helpcentre()
+    chunks = chunk_documents(hc.documents, size=256, overlap=32)
+    user_cache = os.environ.get("RAGBOOK_CACHE")
+    with tempfile.TemporaryDirectory() as cold:
+        cold_s, _ = build(chunks, cold)
+        warm_s, hybrid = build(chunks, cold)
+        # the models' own caches (SmolLM2's dequantised copy) stay where the user keeps them
+        if user_cache is None:
+            os.environ.pop("RAGBOOK_CACHE")
+        else:
+            os.environ["RAGBOOK_CACHE"] = user_cache
+        print(f"index build, {len(chunks)} chunks of {len(hc.documents)} articles:")
+        print(f"  cold cache: {cold_s:6.1f} s  ({len(chunks) / cold_s:7.1f} chunks/s)")
+        print(f"  warm cache: {warm_s:6.2f} s  ({len(chunks) / warm_s:7.1f} chunks/s)  "
+              f"ratio {cold_s / warm_s:.0f}x")
+
+        from ragbook.pipeline import Pipeline
+
+        test = hc.split("test")
+        first, _ = time_questions(Pipeline(hybrid), test)          # query vectors not cached
+        totals, stages = time_questions(Pipeline(hybrid), test)    # warm: the steady state
+        p50, p95 = percentiles(totals)
+        c50, c95 = percentiles(first)
+        print(f"\nPipeline.ask, extractive reader (SentenceReader), {len(test)} test questions:")
+        print(f"{'':24s} {'p50 ms':>8s} {'p95 ms':>8s}")
+        print(f"{'nothing cached (peer)':24s} {c50:8.1f} {c95:8.1f}")
+        print(f"{'warm caches (ours)':24s} {p50:8.1f} {p95:8.1f}   ratio p50 {c50 / p50:.1f}x; "
+              f"goal p50 < 300 ms: {'met' if p50 < 300 else 'NOT met'}")
+        print("per stage, warm:")
+        for name, values in stages.items():
+            s50, s95 = percentiles(values)
+            print(f"  {name:22s} {s50:8.1f} {s95:8.1f}")
+
+        if args.generative_sample:
+            from ragbook.readers import GenerativeReader
+
+            sample = test[:args.generative_sample]
+            gen = Pipeline(hybrid, reader=GenerativeReader())
+            totals, _ = time_questions(gen, sample)
+            g50, g95 = percentiles(totals)
+            print(f"\nPipeline.ask, generative reader (SmolLM2-135M, greedy replies cached on "
+                  f"disk after the first run), {len(sample)} test questions: p50 {g50:.0f} ms, "
+                  f"p95 {g95:.0f} ms; median {statistics.median(totals):.2f} s")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS of this process: {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

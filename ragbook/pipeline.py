@@ -1,0 +1,514 @@
+"""The whole pipeline: condense → retrieve (dense + BM25) → fuse → rerank → thresholds →
+read → an answer with its sources, or an escalation with the reason and what a human needs.
+
+Every stage is one of the earlier chapters' pieces; this module only composes them, keeps a
+trace of what each stage handed the next, and decides when *not* to answer:
+
+=================== ==========================================================================
+escalation reason   when
+=================== ==========================================================================
+no_candidates       retrieval found nothing (after filters)
+rerank_threshold    no candidate scored at least ``rerank_threshold`` under the reranker
+low_confidence      the best score (reranker's, else the dense channel's cosine) < ``min_score``
+reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
+conflict            two sources from different documents answer with different figures
+superseded_source   the answer would come from a page marked superseded
+=================== ==========================================================================
+
+``ask`` = ``prepare`` (everything that does not depend on the thresholds: retrieval,
+reranking, each candidate's best answer span) + ``decide`` (the thresholds and escalation
+rules). The chapter 9 widget calls ``decide`` on cached ``prepare`` outputs, so a slider
+moves instantly and the numbers it shows are exactly what ``ask`` would do.
+
+>>> p = Pipeline(HybridRetriever(DenseIndex(), BM25Index()).build(chunks))   # doctest: +SKIP
+>>> turns = [{"role": "user", "content": "csv on pro?"}]
+>>> p.ask("and on the free plan?", history=turns)                             # doctest: +SKIP
+Result(question='and on the free plan?', condensed='csv on free? and on the free plan?', ...)
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bm25 import Tokenizer
+from .fusion import HybridRetriever, reciprocal_rank_fusion
+from .llm import get_llm
+from .readers import Span, default_extractive_reader
+from .retrieval import check_k, check_query, check_threshold, validate_where
+from .types import Answer, Hit
+
+__all__ = ["Pipeline", "Result", "Stage", "Prepared", "RuleCondenser", "LLMCondenser",
+           "read_traces", "quantities", "find_conflict", "outcome", "ESCALATIONS"]
+
+ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
+               "conflict", "superseded_source")
+
+
+# -- what flows out ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stage:
+    """One trace record: a stage's name, wall time, the ids and scores it passed on, and
+    anything else worth reading when debugging (``detail``)."""
+
+    name: str
+    seconds: float
+    ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What ``Pipeline.ask`` returns. ``answer.text`` is None when escalated; then
+    ``reason`` is one of ``ESCALATIONS`` and ``detail`` says it in words. ``sources`` are the
+    hits the answer came from (with their character offsets in their document) and
+    ``answer_span`` = (doc_id, start, end) of the answer text itself; ``candidates`` are
+    what the reader was handed — what a human needs to take over an escalation."""
+
+    question: str
+    condensed: str
+    answer: Answer
+    sources: tuple[Hit, ...] = ()
+    candidates: tuple[Hit, ...] = ()
+    reason: str | None = None
+    detail: str = ""
+    answer_span: tuple[str, int, int] | None = None
+    trace: tuple[Stage, ...] = ()
+
+    @property
+    def escalated(self) -> bool:
+        return self.answer.text is None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (one trace line)."""
+        def hit(h: Hit) -> dict:
+            return {"id": h.id, "doc_id": h.doc_id, "start": h.start, "end": h.end,
+                    "score": h.score, "rank": h.rank, "text": h.text,
+                    "metadata": dict(h.metadata)}
+
+        return {"question": self.question, "condensed": self.condensed,
+                "answer": self.answer.text, "escalated": self.escalated, "reason": self.reason,
+                "detail": self.detail, "answer_span": self.answer_span,
+                "answer_scores": list(self.answer.scores),
+                "sources": [hit(h) for h in self.sources],
+                "candidates": [hit(h) for h in self.candidates],
+                "trace": [asdict(s) for s in self.trace]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Result:
+        def hit(x: Mapping[str, Any]) -> Hit:
+            return Hit(x["id"], x["score"], x["rank"], x["doc_id"], x["text"], x["metadata"],
+                       x["start"], x["end"])
+
+        sources = tuple(hit(x) for x in d["sources"])
+        answer = Answer(d["answer"], tuple(h.id for h in sources),
+                        tuple(d.get("answer_scores", ())),
+                        None if d["answer"] is not None else d["reason"])
+        span = tuple(d["answer_span"]) if d.get("answer_span") else None
+        return cls(d["question"], d["condensed"], answer, sources,
+                   tuple(hit(x) for x in d["candidates"]), d["reason"], d["detail"], span,
+                   tuple(Stage(s["name"], s["seconds"], tuple(s["ids"]), tuple(s["scores"]),
+                               s["detail"]) for s in d["trace"]))
+
+
+def read_traces(path: str | os.PathLike) -> list[Result]:
+    """Read back a trace file written with ``Pipeline(trace_path=...)`` (one JSON line per
+    question); a bad line is an error naming its number."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(Result.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as err:
+                raise ValueError(f"{str(path)!r} line {n} is not a ragbook trace record "
+                                 f"({type(err).__name__}: {err}); was it written by "
+                                 f"Pipeline(trace_path=...)?") from None
+    return out
+
+
+# -- query condensation ---------------------------------------------------------------------
+_PLANS = ("free", "starter", "pro", "team", "enterprise")
+_PLAN = re.compile(r"\b(" + "|".join(_PLANS) + r")\b", re.I)
+_CONNECTIVE = re.compile(r"^\s*(and|but|also|so|ok(ay)?|cool|nice|then|what about|how about|"
+                         r"what if)\b", re.I)
+_BACK_REFERENCE = re.compile(r"\b(it|that|this|those|these|they|them|there|one|ones|"
+                             r"the two|either)\b", re.I)
+
+
+def _last_user_turn(history: Sequence[Mapping[str, str]]) -> str | None:
+    if isinstance(history, (str, bytes)):
+        raise TypeError("history must be a list of {'role': ..., 'content': ...} turns, not a "
+                        "string")
+    for turn in reversed(list(history)):
+        if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
+            raise TypeError(f"each history turn must be {{'role': ..., 'content': str}}, got "
+                            f"{turn!r:.60}")
+        if turn.get("role") == "user" and turn["content"].strip():
+            return turn["content"]
+    return None
+
+
+class RuleCondenser:
+    """The offline condenser: no model, a few rules that cover most follow-ups.
+
+    A message is a follow-up when it is short (``max_words``), opens with a connective
+    ("and ...", "what about ...") or refers back ("it", "that", "they", ...). Then the
+    previous user turn is prepended, with any plan it names swapped for the plan the new
+    message names ("csv on pro?" + "and on the free plan?" → "csv on free? and on the free
+    plan?"). Not a fluent rewrite — a retrieval query that carries the missing context.
+    """
+
+    def __init__(self, max_words: int = 8):
+        self.max_words = check_k(max_words, "max_words")
+
+    def is_follow_up(self, question: str) -> bool:
+        return (len(question.split()) <= self.max_words or bool(_CONNECTIVE.match(question))
+                or bool(_BACK_REFERENCE.search(question)))
+
+    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
+                 ) -> str:
+        question = check_query(question)
+        previous = _last_user_turn(history) if history else None
+        if previous is None or not self.is_follow_up(question):
+            return question
+        plans = _PLAN.findall(question)
+        if plans:
+            previous = _PLAN.sub(plans[0].lower(), previous)
+        return f"{previous.strip()} {question.strip()}"
+
+
+CONDENSE_PROMPT = (
+    "Rewrite the user's last message as one stand-alone question that can be understood "
+    "without the conversation. Keep every product, plan, number and error code. Reply with "
+    "the question only.")
+
+
+class LLMCondenser:
+    """Condense with a chat model (any ``ragbook.llm`` backend): the conversation and the last
+    message go in, one stand-alone question comes out. A reply that is empty, several lines
+    long or over ``max_words`` words is not trusted: the ``fallback`` (``RuleCondenser``)
+    answers instead, and ``last_`` records which one did."""
+
+    def __init__(self, llm=None, fallback: RuleCondenser | None = None,
+                 max_new_tokens: int = 48, max_words: int = 40):
+        self._llm, self.fallback = llm, fallback if fallback is not None else RuleCondenser()
+        self.max_new_tokens = check_k(max_new_tokens, "max_new_tokens")
+        self.max_words = check_k(max_words, "max_words")
+        self.last_: dict = {}
+
+    @property
+    def llm(self):
+        if self._llm is None:  # loads a model: only when first needed
+            self._llm = get_llm()
+        return self._llm
+
+    def messages(self, question: str, history: Sequence[Mapping[str, str]]) -> list[dict]:
+        lines = [f"{t.get('role', 'user').capitalize()}: {t['content'].strip()}"
+                 for t in history if t.get("content", "").strip()]
+        return [{"role": "system", "content": CONDENSE_PROMPT},
+                {"role": "user", "content": "Conversation:\n" + "\n".join(lines)
+                 + f"\n\nLast message: {question.strip()}\n\nStand-alone question:"}]
+
+    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
+                 ) -> str:
+        question = check_query(question)
+        if not history or _last_user_turn(history) is None:
+            self.last_ = {"by": "none", "reply": None}
+            return question
+        reply = self.llm.generate(self.messages(question, history),
+                                  max_new_tokens=self.max_new_tokens, stop=("\n\n",))
+        text = reply.strip().strip('"').strip()
+        if not text or "\n" in text or len(text.split()) > self.max_words:
+            self.last_ = {"by": "fallback", "reply": reply}
+            return self.fallback.condense(question, history)
+        self.last_ = {"by": "llm", "reply": reply}
+        return text
+
+
+# -- conflicts ----------------------------------------------------------------------------------
+_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+          "months": "month", "year": "year", "years": "year", "hour": "hour", "hours": "hour",
+          "minute": "minute", "minutes": "minute", "second": "second", "seconds": "second",
+          "row": "row", "rows": "row", "agent": "agent", "agents": "agent", "%": "%",
+          "percent": "%", "gb": "gb", "mb": "mb", "request": "request", "requests": "request"}
+_WORDS = Tokenizer()  # lower-cased content words, stopwords dropped
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*(" + "|".join(sorted(_UNITS, key=len,
+                                                                        reverse=True))
+                       + r")(?![a-z])", re.I)
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """The (value, unit) figures a sentence states, units normalised.
+
+    >>> sorted(quantities("Free keeps 90 days of history; exports hold 10,000 rows."))
+    [('10000', 'row'), ('90', 'day')]
+    """
+    return {(v.replace(",", ""), _UNITS[u.lower()]) for v, u in _QUANTITY.findall(text)}
+
+
+def _topic(text: str) -> set[str]:
+    return {t for t in _WORDS(text) if not t[0].isdigit() and t not in _UNITS}
+
+
+def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
+                  min_shared: int = 2) -> Span | None:
+    """Another source's best sentence that states a different figure for the same thing
+    while answering almost as well — two pages that disagree (90 vs 30 days of ticket
+    history on Free). "The same thing": the same unit with no shared value, and at least
+    ``min_shared`` content words in common besides the figures; "almost as well": a score
+    within ``margin`` of the answer's. None when there is no such sentence.
+
+    >>> a = Span("On the Free plan, 90 days of ticket history are kept.", 0, 53, 0.81)
+    >>> b = Span("On the Free plan, tickets older than 30 days are deleted.", 0, 57, 0.80)
+    >>> find_conflict(a, [b]) is b
+    True
+    """
+    mine = quantities(answer.text)
+    if not mine:
+        return None
+    units, topic = {u for _, u in mine}, _topic(answer.text)
+    for other in others:
+        if other.score < answer.score - margin or len(topic & _topic(other.text)) < min_shared:
+            continue
+        theirs = {q for q in quantities(other.text) if q[1] in units}
+        if theirs and not theirs & mine:
+            return other
+    return None
+
+
+# -- the pipeline ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """Everything ``ask`` computes before any threshold applies: the condensed question, the
+    reader's candidates (reranked when there is a reranker), the confidence score the
+    low-confidence threshold compares, each candidate's best answer span (extractive
+    readers), and the trace so far."""
+
+    question: str
+    condensed: str
+    candidates: tuple[Hit, ...]
+    confidence: float | None
+    spans: tuple[Span | None, ...]
+    trace: tuple[Stage, ...]
+
+
+class Pipeline:
+    """Retriever → (reranker) → reader, with condensation, thresholds, escalation and a trace.
+
+    Settings (defaults from the curriculum): ``depth`` hits per channel of a
+    ``HybridRetriever`` (100), ``rrf_k`` its fusion constant (60), ``candidates`` fused hits
+    passed on (50), ``keep`` hits the reader reads (5), ``min_score`` the low-confidence
+    threshold on the best score — the reranker's when there is one, else the dense channel's
+    cosine (None: off; calibrate it with ``calibrate``), ``rerank_threshold`` the reranker's
+    floor, ``exclude_superseded`` adds ``status != superseded`` to every filter,
+    ``detect_conflicts`` escalates when sources disagree, ``trace_path`` appends one JSON
+    line per question. ``reader`` defaults to ``default_extractive_reader()``; ``condenser``
+    to ``RuleCondenser()``.
+    """
+
+    def __init__(self, retriever, reranker=None, reader=None, condenser=None, *,
+                 depth: int = 100, rrf_k: float = 60, candidates: int = 50, keep: int = 5,
+                 min_score: float | None = None, rerank_threshold: float | None = None,
+                 exclude_superseded: bool = True, detect_conflicts: bool = True,
+                 conflict_margin: float = 0.05, trace_path: str | os.PathLike | None = None):
+        self.retriever, self.reranker = retriever, reranker
+        self.reader = reader if reader is not None else default_extractive_reader()
+        self.condenser = condenser if condenser is not None else RuleCondenser()
+        self.depth, self.rrf_k = check_k(depth, "depth"), check_threshold(rrf_k, "rrf_k")
+        self.candidates, self.keep = check_k(candidates, "candidates"), check_k(keep, "keep")
+        self.min_score = check_threshold(min_score, "min_score")
+        self.rerank_threshold = check_threshold(rerank_threshold, "rerank_threshold")
+        self.exclude_superseded, self.detect_conflicts = exclude_superseded, detect_conflicts
+        self.conflict_margin = check_threshold(conflict_margin, "conflict_margin")
+        self.trace_path = trace_path
+
+    # -- stage 1-4: everything before the thresholds ---------------------------------------
+    def _where(self, where):
+        where = dict(validate_where(where) or {})
+        if self.exclude_superseded and "status" not in where:
+            where["status"] = {"$ne": "superseded"}
+        return where or None
+
+    def prepare(self, question: str, history=None, where=None) -> Prepared:
+        """Condense, retrieve, fuse, rerank, and find each candidate's best span."""
+        question = check_query(question)
+        trace = []
+        t = time.perf_counter()
+        condensed = self.condenser.condense(question, history) if history else question
+        trace.append(Stage("condense", time.perf_counter() - t,
+                           detail={"input": question, "output": condensed,
+                                   "history_turns": len(history or ())}))
+        where = self._where(where)
+        confidence = None
+        if isinstance(self.retriever, HybridRetriever):
+            self.retriever.check()
+            lists = []
+            for name, index in (("dense", self.retriever.dense), ("bm25", self.retriever.bm25)):
+                t = time.perf_counter()
+                hits = index.search(condensed, k=self.depth, where=where)
+                trace.append(_stage(name, t, hits, {"where": where}))
+                lists.append(hits)
+            confidence = lists[0][0].score if lists[0] else None
+            t = time.perf_counter()
+            pool = reciprocal_rank_fusion(lists, k=self.candidates, rrf_k=self.rrf_k,
+                                          weights=self.retriever.weights)
+            trace.append(_stage("fuse", t, pool, {"rrf_k": self.rrf_k}))
+        else:
+            t = time.perf_counter()
+            pool = self.retriever.search(condensed, k=self.candidates, where=where)
+            trace.append(_stage("retrieve", t, pool, {"where": where}))
+            confidence = pool[0].score if pool else None
+        if self.reranker is not None and pool:
+            t = time.perf_counter()
+            # the pipeline's rerank_threshold applies in decide(), so a widget can move it
+            pool = self.reranker.rerank(condensed, pool, k=self.keep)
+            trace.append(_stage("rerank", t, pool))
+            confidence = pool[0].score if pool else None
+        else:
+            pool = pool[:self.keep]
+        spans: tuple[Span | None, ...] = ()
+        if hasattr(self.reader, "spans") and pool:
+            t = time.perf_counter()
+            spans = tuple(max(self.reader.spans(condensed, h.text, h.id), key=lambda s: s.score,
+                              default=None) for h in pool)
+            trace.append(Stage("read", time.perf_counter() - t, tuple(h.id for h in pool),
+                               tuple(s.score if s else float("nan") for s in spans)))
+        return Prepared(question, condensed, tuple(pool), confidence, spans, tuple(trace))
+
+    # -- stage 5-6: thresholds, reading, escalation ----------------------------------------
+    def decide(self, prep: Prepared, min_score: float | None | str = "pipeline",
+               rerank_threshold: float | None | str = "pipeline") -> Result:
+        """Apply the thresholds and the escalation rules to a ``Prepared`` question; read
+        (for a generative reader) and build the ``Result``. Each threshold is the
+        pipeline's setting unless given (None = off)."""
+        min_score = (self.min_score if min_score == "pipeline"
+                     else check_threshold(min_score, "min_score"))
+        floor = (self.rerank_threshold if rerank_threshold == "pipeline"
+                 else check_threshold(rerank_threshold, "rerank_threshold"))
+        t = time.perf_counter()
+        kept = [(h, s) for h, s in zip(prep.candidates, prep.spans or [None] * len(
+            prep.candidates), strict=True)
+                if self.reranker is None or floor is None or h.score >= floor]
+
+        def escalate(reason: str, detail: str, extra: Mapping[str, Any] | None = None) -> Result:
+            stage = Stage("decide", time.perf_counter() - t, detail={"escalated": reason,
+                                                                      **(extra or {})})
+            return Result(prep.question, prep.condensed, Answer(None, reason=reason),
+                          candidates=prep.candidates, reason=reason, detail=detail,
+                          trace=prep.trace + (stage,))
+
+        if not prep.candidates:
+            return escalate("no_candidates", "retrieval found nothing for this question "
+                                             "(after filters): hand it to a person")
+        if not kept:
+            return escalate("rerank_threshold", f"no candidate scored {floor} or more under "
+                                                f"the reranker")
+        if min_score is not None and (prep.confidence is None or prep.confidence < min_score):
+            return escalate("low_confidence", f"the best score {prep.confidence:.3f} is under "
+                                              f"the threshold {min_score}")
+        hits = [h for h, _ in kept]
+        if prep.spans:
+            span = max((s for _, s in kept if s is not None), key=lambda s: s.score,
+                       default=None)
+            reader_floor = getattr(self.reader, "min_score", None)
+            if span is None or (reader_floor is not None and span.score < reader_floor):
+                return escalate("reader_abstained", "the reader found no answer good enough "
+                                                    "in the candidates (low_confidence)")
+            answer = Answer(span.text, (span.source,), (span.score,))
+        else:
+            answer = self.reader.read(prep.condensed, hits)
+            if answer.text is None:
+                return escalate("reader_abstained", f"the reader abstained ({answer.reason})")
+            span = None
+        by_id = {h.id: h for h in hits}
+        sources = tuple(by_id[s] for s in answer.sources if s in by_id)
+        superseded = [h for h in sources if h.metadata.get("status") == "superseded"]
+        if superseded:
+            h = superseded[0]
+            return escalate("superseded_source", f"the answer comes from {h.doc_id!r}, which "
+                            f"is superseded by {h.metadata.get('superseded_by', '?')!r}")
+        if self.detect_conflicts and span is not None:
+            others = [s for h, s in kept if s is not None and h.doc_id not in
+                      {x.doc_id for x in sources}]
+            clash = find_conflict(span, others, self.conflict_margin)
+            if clash is not None:
+                other_doc = by_id[clash.source].doc_id
+                return escalate("conflict", f"{sources[0].doc_id!r} says {span.text!r} but "
+                                            f"{other_doc!r} says {clash.text!r}",
+                                {"statements": [span.text, clash.text]})
+        answer_span = None
+        if sources and sources[0].start is not None:
+            at = sources[0].text.find(answer.text)
+            if at >= 0:
+                s0 = sources[0].start + at
+                answer_span = (sources[0].doc_id, s0, s0 + len(answer.text))
+        stage = Stage("decide", time.perf_counter() - t, tuple(h.id for h in sources),
+                      tuple(answer.scores))
+        return Result(prep.question, prep.condensed, answer, sources, prep.candidates,
+                      None, "", answer_span, prep.trace + (stage,))
+
+    def ask(self, question: str, history=None, where=None) -> Result:
+        """Answer ``question`` (a follow-up is condensed against ``history``, a list of
+        ``{"role", "content"}`` turns) from items passing ``where``, or escalate."""
+        result = self.decide(self.prepare(question, history, where))
+        if self.trace_path is not None:
+            with open(Path(self.trace_path), "a", encoding="utf-8") as f:
+                f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+        return result
+
+    def calibrate(self, prepared: Sequence[Prepared], questions: Sequence, *,
+                  wrong_cost: float = 2.0) -> float | None:
+        """Set ``min_score`` to the value that maximises (right answers − ``wrong_cost`` ×
+        wrong answers) over ``prepared`` questions (labelled: ``gold`` doc ids, empty when
+        unanswerable), try every observed confidence; return it. Calibrate on dev, report
+        on test."""
+        if len(prepared) != len(questions) or not prepared:
+            raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
+                             f"{len(questions)}")
+        grid = sorted({p.confidence for p in prepared if p.confidence is not None})
+        best, best_value = None, -math.inf
+        for th in [None, *grid]:
+            counts = {"right": 0, "wrong": 0, "escalated": 0}
+            for p, q in zip(prepared, questions, strict=True):
+                counts[outcome(self.decide(p, min_score=th), q.gold)] += 1
+            value = counts["right"] - wrong_cost * counts["wrong"]
+            if value > best_value:
+                best, best_value = th, value
+        self.min_score = best
+        return best
+
+    def __repr__(self) -> str:
+        return (f"Pipeline({type(self.retriever).__name__}, reranker="
+                f"{type(self.reranker).__name__ if self.reranker else None}, reader="
+                f"{type(self.reader).__name__}, min_score={self.min_score})")
+
+
+def _stage(name: str, t: float, hits: Sequence[Hit], detail=None) -> Stage:
+    return Stage(name, time.perf_counter() - t, tuple(h.id for h in hits[:10]),
+                 tuple(round(h.score, 6) for h in hits[:10]),
+                 {"count": len(hits), **(detail or {})})
+
+
+def outcome(result: Result, gold: Sequence[str]) -> str:
+    """``right`` (answered from a gold document), ``wrong`` (answered otherwise — any answer
+    to an unanswerable question is wrong) or ``escalated``."""
+    if result.escalated:
+        return "escalated"
+    return "right" if {h.doc_id for h in result.sources} & set(gold) else "wrong"
+
+
+def with_history(question) -> tuple[str, list | None]:
+    """(text, history) of a labelled ``Question``: follow-ups carry their earlier turns."""
+    return question.text, (list(question.turns) or None)
+
+
+__all__ += ["with_history"]
