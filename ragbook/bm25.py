@@ -36,6 +36,7 @@ from .retrieval import (
     check_threshold,
     corpus_fingerprint,
     dumps,
+    index_text,
     loads,
     make_hit,
     matches,
@@ -111,16 +112,18 @@ class BM25Index:
         self.tokenizer = tokenizer or Tokenizer()
         self.min_score = check_threshold(min_score, "min_score")
 
-    def build(self, items: Sequence[Chunk | Document]) -> BM25Index:
+    def build(self, items: Sequence[Chunk | Document],
+              contexts: Sequence[str] | None = None) -> BM25Index:
         """Tokenise every item and precompute its BM25 weight for every term it contains.
-        Blank texts and duplicate ids are rejected, naming the item."""
+        Blank texts and duplicate ids are rejected, naming the item. ``contexts``: a note
+        per item indexed in front of its text (contextual BM25); hits return the text."""
         from scipy import sparse
 
-        records = records_from(items)
+        records = records_from(items, contexts)
         vocab: dict[str, int] = {}
         rows, cols, tfs, lengths = [], [], [], []
         for r, it in enumerate(records):
-            toks = self.tokenizer(it["text"])
+            toks = self.tokenizer(index_text(it))
             lengths.append(len(toks))
             counts: dict[int, int] = {}
             for t in toks:

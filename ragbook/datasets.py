@@ -31,7 +31,7 @@ from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
            "load_pydocs", "load_reader_set", "ReadingTask", "load_reading_tasks",
-           "generate_tickets", "CATEGORIES"]
+           "generate_tickets", "split_front_matter", "CATEGORIES"]
 
 CATEGORIES = ("paraphrase", "exact_token", "follow_up", "plausible_neighbour",
               "unanswerable", "superseded_trap", "conflict")
@@ -120,20 +120,34 @@ def _index(ds: LabelledSet) -> dict[str, Document]:
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 
 
-def _read_article(path: Path) -> Document:
-    raw = path.read_text(encoding="utf-8")
+def split_front_matter(raw: str, source: str = "text") -> tuple[dict[str, str], str]:
+    """``(metadata, body)`` of a Markdown text that may open with a front-matter block:
+    ``---``, plain ``key: value`` lines (values kept as str), ``---``. No block gives
+    ``({}, raw)``; a line without a colon is an error naming ``source``.
+
+    >>> split_front_matter("---\\nstatus: current\\n---\\n# Refunds\\n")
+    ({'status': 'current'}, '# Refunds\\n')
+    """
     m = _FRONT.match(raw)
     if not m:
-        raise ValueError(f"{path}: no front matter (a '---' block of key: value lines)")
+        return {}, raw
     meta = {}
     for line in m.group(1).splitlines():
         key, sep, value = line.partition(":")
-        if not sep:
-            raise ValueError(f"{path}: front-matter line {line!r} is not 'key: value'")
+        if not sep or not key.strip():
+            raise ValueError(f"{source}: front-matter line {line!r} is not 'key: value'; "
+                             f"write one 'key: value' per line between the '---' lines")
         meta[key.strip()] = value.strip()
+    return meta, raw[m.end():]
+
+
+def _read_article(path: Path) -> Document:
+    meta, body = split_front_matter(path.read_text(encoding="utf-8"), str(path))
+    if not meta:
+        raise ValueError(f"{path}: no front matter (a '---' block of key: value lines)")
     if meta.get("id") != path.stem:
         raise ValueError(f"{path}: front-matter id {meta.get('id')!r} differs from the file name")
-    body = raw[m.end():].strip("\n") + "\n"
+    body = body.strip("\n") + "\n"
     return Document(id=meta.pop("id"), text=body, title=meta.pop("title", ""), metadata=meta)
 
 

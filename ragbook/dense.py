@@ -32,6 +32,7 @@ from .retrieval import (
     check_threshold,
     corpus_fingerprint,
     dumps,
+    index_text,
     loads,
     make_hit,
     matches,
@@ -248,11 +249,13 @@ class DenseIndex:
                 "ef_search": self.ef_search, "ef_construction": self.ef_construction}
 
     # -- building --------------------------------------------------------------------------
-    def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
-              ) -> DenseIndex:
+    def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None,
+              contexts: Sequence[str] | None = None) -> DenseIndex:
         """Embed ``items`` as passages (or take ``vectors``, one unit row per item) and
-        index them. Blank texts and duplicate ids are rejected, naming the item."""
-        records = records_from(items)
+        index them. Blank texts and duplicate ids are rejected, naming the item.
+        ``contexts``: a note per item embedded in front of its text (contextual retrieval);
+        hits still return the item's own text."""
+        records = records_from(items, contexts)
         vectors = self._vectors(records, vectors)
         dim = vectors.shape[1] if len(records) else self.encoder.dim
         t = time.perf_counter()
@@ -276,7 +279,7 @@ class DenseIndex:
 
     def _vectors(self, records: list[dict], vectors) -> np.ndarray:
         if vectors is None:
-            vectors = self.encoder.encode_passages([r["text"] for r in records])
+            vectors = self.encoder.encode_passages([index_text(r) for r in records])
         vectors = _check_vectors(vectors, None, len(records)) if len(records) else \
             np.zeros((0, self.encoder.dim), np.float32)
         norms = np.linalg.norm(vectors, axis=1)

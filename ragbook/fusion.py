@@ -18,11 +18,22 @@ mixes scores and so shifts whenever the corpus (and hence the score ranges) chan
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from .retrieval import NotBuiltError, check_k, check_query, check_threshold, validate_where
+from .retrieval import (
+    CorruptIndexError,
+    NotBuiltError,
+    check_k,
+    check_query,
+    check_threshold,
+    read_manifest,
+    save_atomic,
+    validate_where,
+)
 from .types import Chunk, Document, Hit
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",
@@ -123,11 +134,13 @@ class HybridRetriever:
         if len(self.weights) != 2:
             raise ValueError(f"weights must be (dense, bm25), got {weights!r}")
 
-    def build(self, items: Sequence[Chunk | Document], vectors=None) -> HybridRetriever:
-        """Build both indexes from the same ``items`` (``vectors``: precomputed dense rows)."""
+    def build(self, items: Sequence[Chunk | Document], vectors=None,
+              contexts: Sequence[str] | None = None) -> HybridRetriever:
+        """Build both indexes from the same ``items`` (``vectors``: precomputed dense rows;
+        ``contexts``: a note per item indexed in front of its text by both channels)."""
         items = list(items)
-        self.dense.build(items, vectors=vectors)
-        self.bm25.build(items)
+        self.dense.build(items, vectors=vectors, contexts=contexts)
+        self.bm25.build(items, contexts=contexts)
         self.check()
         return self
 
@@ -178,6 +191,43 @@ class HybridRetriever:
 
     def __len__(self) -> int:
         return len(self.dense)
+
+    # -- persistence -----------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write both indexes and the fusion settings to folder ``path`` all-or-nothing:
+        ``dense/`` and ``bm25/`` (each saved, and later verified, by its own class) and
+        ``hybrid.json`` (depth, rrf_k, weights, min_score), checksummed in the manifest.
+        Saving both in one folder keeps them from drifting apart on disk."""
+        count = self.check()
+        settings = {"depth": self.depth, "rrf_k": self.rrf_k, "weights": list(self.weights),
+                    "min_score": self.min_score}
+
+        def write(folder: Path) -> None:
+            self.dense.save(folder / "dense")
+            self.bm25.save(folder / "bm25")
+            (folder / "hybrid.json").write_text(json.dumps(settings), encoding="utf-8")
+
+        info = {"count": count, "corpus_fingerprint": self.corpus_fingerprint}
+        return save_atomic(path, "HybridRetriever", write, info)
+
+    @classmethod
+    def load(cls, path: str | Path, encoder=None) -> HybridRetriever:
+        """Read a retriever saved by ``save``; ``encoder`` embeds queries (default
+        ``Encoder()``) and must match the one that built the dense index."""
+        from .bm25 import BM25Index
+        from .dense import DenseIndex
+
+        path = Path(path)
+        manifest = read_manifest(path, "HybridRetriever")
+        settings = json.loads((path / "hybrid.json").read_text(encoding="utf-8"))
+        self = cls(DenseIndex.load(path / "dense", encoder=encoder),
+                   BM25Index.load(path / "bm25"), depth=settings["depth"],
+                   rrf_k=settings["rrf_k"], weights=tuple(settings["weights"]),
+                   min_score=settings["min_score"])
+        if self.corpus_fingerprint != manifest["corpus_fingerprint"]:
+            raise CorruptIndexError(f"{str(path)!r}: the saved indexes do not hold the corpus "
+                                    f"its manifest describes; rebuild and save it again")
+        return self
 
 
 def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import models
-from .embeddings import _slug
+from .cache import Cache
 from .retrieval import check_k
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "ChatServer",
@@ -63,7 +63,7 @@ class LocalLLM:
     """A chat model run in-process with transformers, greedy (temperature 0).
 
     Greedy decoding is deterministic, so replies (and ``score`` results) are cached on disk
-    (SQLite under ``cache_dir("generations")``, keyed by model, messages, token budget and
+    (``Cache("generations")``, namespaced by model name and weights; keyed by messages, token budget and
     stop strings): a re-run notebook answers instantly. ``cache=False`` always runs the model.
     """
 
@@ -88,24 +88,18 @@ class LocalLLM:
                                       return_dict=True)
         return list(enc["input_ids"])
 
+    @property
+    def identity(self) -> str:
+        """The model's name and a hash of its weights: what a cached reply depends on."""
+        spec = models.resolve("generator", self.profile)
+        return f"{spec.name}|weights={models.weights_digest(spec)}"
+
     def _cached(self, key: str, make):
         if not self.cache:
             return make()
-        import sqlite3
-
-
         if self._db is None:
-            path = models.cache_dir("generations") / (_slug(self.name) + ".sqlite")
-            self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-            self._db.execute("CREATE TABLE IF NOT EXISTS reply "
-                             "(h TEXT PRIMARY KEY, text TEXT NOT NULL)")
-        row = self._db.execute("SELECT text FROM reply WHERE h = ?", (key,)).fetchone()
-        if row:
-            return row[0]
-        text = make()
-        with self._db:
-            self._db.execute("INSERT OR REPLACE INTO reply VALUES (?, ?)", (key, text))
-        return text
+            self._db = Cache("generations", self.identity)
+        return self._db.get_or_make(key, make)
 
     def generate(self, messages: Messages, max_new_tokens: int | None = None,
                  stop: Sequence[str] = ()) -> str:

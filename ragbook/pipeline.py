@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .bm25 import Tokenizer
+from .cache import Cache, identity
 from .fusion import HybridRetriever, reciprocal_rank_fusion
 from .llm import get_llm
 from .readers import Span, default_extractive_reader
@@ -45,7 +46,8 @@ from .retrieval import check_k, check_query, check_threshold, validate_where
 from .types import Answer, Hit
 
 __all__ = ["Pipeline", "Result", "Stage", "Prepared", "RuleCondenser", "LLMCondenser",
-           "read_traces", "quantities", "find_conflict", "outcome", "ESCALATIONS"]
+           "read_traces", "quantities", "find_conflict", "outcome", "ESCALATIONS",
+           "CachedPipeline"]
 
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
                "conflict", "superseded_source")
@@ -380,8 +382,9 @@ class Pipeline:
             t = time.perf_counter()
             spans = tuple(max(self.reader.spans(condensed, h.text, h.id), key=lambda s: s.score,
                               default=None) for h in pool)
-            trace.append(Stage("read", time.perf_counter() - t, tuple(h.id for h in pool),
-                               tuple(s.score if s else float("nan") for s in spans)))
+            read = [(h.id, s.score) for h, s in zip(pool, spans, strict=True) if s is not None]
+            trace.append(Stage("read", time.perf_counter() - t, tuple(i for i, _ in read),
+                               tuple(x for _, x in read)))
         return Prepared(question, condensed, tuple(pool), confidence, spans, tuple(trace))
 
     # -- stage 5-6: thresholds, reading, escalation ----------------------------------------
@@ -512,3 +515,37 @@ def with_history(question) -> tuple[str, list | None]:
 
 
 __all__ += ["with_history"]
+
+
+class CachedPipeline:
+    """``Pipeline.ask`` with an answer cache for exact repeats: the key is the *condensed*
+    question (so "and on free?" after different conversations are different keys) and the
+    filter; entries expire after ``ttl`` seconds (default 300); the namespace covers the
+    corpus, the models, the reader and the thresholds."""
+
+    def __init__(self, pipeline: Pipeline, ttl: float | None = 300.0,
+                 path: str | Path | None = None):
+        self.pipeline = pipeline
+        self.cache = Cache("answers", self._namespace(), ttl, path)
+
+    def _namespace(self) -> str:
+        p = self.pipeline
+        reader = p.reader
+        return "|".join([identity(p.retriever), type(reader).__name__,
+                         str(getattr(reader, "min_score", None)),
+                         str(getattr(getattr(reader, "encoder", None), "fingerprint", "")),
+                         type(p.reranker).__name__, str(p.min_score), str(p.rerank_threshold),
+                         str(p.exclude_superseded), str(p.keep), str(p.candidates)])
+
+    def ask(self, question: str, history=None, where=None) -> Result:
+        question = check_query(question)
+        condensed = (self.pipeline.condenser.condense(question, history) if history
+                     else question)
+        self.cache.namespace = self._namespace()
+        key = Cache.key(condensed, validate_where(where))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Result.from_dict(hit)
+        result = self.pipeline.ask(question, history, where)
+        self.cache.put(key, result.to_dict())
+        return result

@@ -35,7 +35,7 @@ from .types import Chunk, Document, Hit
 
 __all__ = ["Retriever", "VectorStore", "NotBuiltError", "CorruptIndexError", "check_k",
            "check_query", "check_text", "check_threshold", "check_metadata", "validate_where",
-           "matches", "translate_where", "record", "records_from", "make_hit",
+           "matches", "translate_where", "record", "records_from", "index_text", "make_hit",
            "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS"]
 
 FORMAT_VERSION = 2
@@ -276,20 +276,41 @@ def record(x: Chunk | Document) -> dict:
             "metadata": check_metadata(x.metadata, x.id)}
 
 
-def records_from(items: Sequence[Chunk | Document]) -> list[dict]:
-    """Records for ``items``, rejecting blank texts and duplicate ids (naming them)."""
+def records_from(items: Sequence[Chunk | Document],
+                 contexts: Sequence[str] | None = None) -> list[dict]:
+    """Records for ``items``, rejecting blank texts and duplicate ids (naming them).
+
+    ``contexts`` (one str per item, chapter 10's contextual retrieval) is stored as the
+    record's ``context``: indexes embed / tokenize ``index_text(record)`` = context + text,
+    while hits still return the item's own text."""
     if isinstance(items, (str, bytes, Chunk, Document)) or not hasattr(items, "__iter__"):
         raise TypeError(f"items must be a list of Chunk or Document objects, got "
                         f"{type(items).__name__}")
+    items = list(items)
+    if contexts is not None:
+        contexts = list(contexts)
+        if len(contexts) != len(items):
+            raise ValueError(f"{len(contexts)} contexts for {len(items)} items; give one "
+                             f"context str per item ('' for none)")
     out, seen = [], set()
-    for x in items:
+    for n, x in enumerate(items):
         r = record(x)
+        if contexts is not None and contexts[n]:
+            if not isinstance(contexts[n], str):
+                raise TypeError(f"contexts[{n}] must be a str, got "
+                                f"{type(contexts[n]).__name__}")
+            r["context"] = contexts[n]
         if r["id"] in seen:
             raise ValueError(f"item id {r['id']!r} occurs twice; ids must be unique (chunk "
                              f"each document once, or give duplicates distinct ids)")
         seen.add(r["id"])
         out.append(r)
     return out
+
+
+def index_text(rec: Mapping[str, Any]) -> str:
+    """The text an index embeds or tokenizes for a record: its context (if any) + its text."""
+    return f"{rec['context']}\n\n{rec['text']}" if rec.get("context") else rec["text"]
 
 
 def make_hit(rec: Mapping[str, Any], score: float, rank: int) -> Hit:
@@ -300,12 +321,12 @@ def make_hit(rec: Mapping[str, Any], score: float, rank: int) -> Hit:
 
 
 def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
-    """A short hash of the items' ids and texts, in order: equal fingerprints mean the same
-    corpus, and it changes when any id or any text changes."""
+    """A short hash of the items' ids and indexed texts (context included), in order: equal
+    fingerprints mean the same corpus, and it changes when any id or any text changes."""
     h = hashlib.sha256()
     for r in records:
         h.update(r["id"].encode("utf-8", "surrogatepass") + b"\0")
-        h.update(hashlib.sha256(r["text"].encode("utf-8", "surrogatepass")).digest())
+        h.update(hashlib.sha256(index_text(r).encode("utf-8", "surrogatepass")).digest())
     return f"{len(records)}:{h.hexdigest()[:16]}"
 
 

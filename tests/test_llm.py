@@ -93,9 +93,9 @@ def test_replies_are_cached_on_disk_and_equal_to_fresh_ones(tmp_path, monkeypatc
     monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
     cached = LocalLLM(max_new_tokens=12)
     first = cached.generate(MESSAGES, stop=["."])
-    files = list((tmp_path / "generations").glob("*.sqlite"))
-    assert len(files) == 1
-    assert sqlite3.connect(files[0]).execute("SELECT count(*) FROM reply").fetchone()[0] == 1
+    db = sqlite3.connect(tmp_path / "cache" / "generations.sqlite")
+    (namespace, n), = db.execute("SELECT ns, count(*) FROM entry GROUP BY ns").fetchall()
+    assert n == 1 and namespace == cached.identity and "|weights=" in namespace
     assert cached.generate(MESSAGES, stop=["."]) == first == LocalLLM(
         max_new_tokens=12, cache=False).generate(MESSAGES, stop=["."])
     assert not first.endswith(".")                                   # cut at the stop string

@@ -1,0 +1,157 @@
+"""Caching: one small persistent cache, and the two things chapter 10 caches with it.
+
+``Cache`` is a key → JSON value store in SQLite (safe for two notebooks at once; a killed
+run keeps what it wrote), *namespaced* by a fingerprint of everything the values depend on,
+with an optional expiry and hit/miss counters. Change the corpus or the model and the
+namespace changes, so stale entries are never served — they are simply never asked for.
+
+* ``CachedRetriever``: search results per (query, k, where), namespaced by the corpus
+  fingerprint and the encoder(s) — repeated questions skip embedding and search.
+* ``ragbook.pipeline.CachedPipeline``: whole answers per (condensed question, where), with a
+  short expiry, namespaced by the pipeline's corpus, models and thresholds.
+* ``LocalLLM`` keeps greedy replies in one, ``LLMContext`` its notes.
+
+The embedding cache (``Encoder``) keeps its own binary vector store: it reads hundreds of
+vectors per call and is keyed by text hash alone (the file is per model).
+
+>>> c = Cache("doctest", namespace="v1", path=":memory:")
+>>> c.get("q") is None, c.put("q", {"a": 1}), c.get("q"), (c.hits, c.misses)
+(True, None, {'a': 1}, (1, 1))
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import models
+from .retrieval import check_k, check_query, check_threshold, make_hit, validate_where
+from .types import Hit
+
+__all__ = ["Cache", "CachedRetriever", "identity"]
+
+
+class Cache:
+    """Persistent key → JSON value cache under ``cache_dir("cache")/<name>.sqlite``
+    (``path=":memory:"`` for a throwaway one). ``namespace``: a fingerprint of what the
+    values depend on. ``ttl``: seconds an entry stays valid (None: forever)."""
+
+    def __init__(self, name: str, namespace: str, ttl: float | None = None,
+                 path: str | Path | None = None):
+        if not isinstance(name, str) or not name or not name.replace("-", "").replace(
+                "_", "").isalnum():
+            raise ValueError(f"cache name must be letters, digits, '-' or '_', got {name!r}")
+        self.name, self.namespace = name, str(namespace)
+        self.ttl = check_threshold(ttl, "ttl")
+        if self.ttl is not None and self.ttl <= 0:
+            raise ValueError(f"ttl must be > 0 seconds (or None for no expiry), got {ttl!r}")
+        self.path = path if path is not None else models.cache_dir("cache") / f"{name}.sqlite"
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS entry (ns TEXT, key TEXT, value TEXT, "
+                             "at REAL, PRIMARY KEY (ns, key))")
+
+    @staticmethod
+    def key(*parts: Any) -> str:
+        """A stable key for any JSON-able parts (sha256 of their JSON)."""
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False,
+                                         default=str).encode("utf-8", "surrogatepass")
+                              ).hexdigest()
+
+    def get(self, key: str) -> Any | None:
+        """The value stored under ``key`` in this namespace, or None (a miss)."""
+        with self._lock:
+            row = self._db.execute("SELECT value, at FROM entry WHERE ns = ? AND key = ?",
+                                   (self.namespace, key)).fetchone()
+        if row is None or (self.ttl is not None and time.time() - row[1] > self.ttl):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
+                             (self.namespace, key, text, time.time()))
+
+    def get_or_make(self, key: str, make) -> Any:
+        """The cached value, or ``make()`` stored and returned."""
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM entry WHERE ns = ?",
+                                    (self.namespace,)).fetchone()[0]
+
+    def clear(self) -> None:
+        """Forget this namespace's entries (other namespaces are kept)."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM entry WHERE ns = ?", (self.namespace,))
+
+    @property
+    def hit_rate(self) -> float:
+        asked = self.hits + self.misses
+        return self.hits / asked if asked else 0.0
+
+    def __repr__(self) -> str:
+        return (f"Cache({self.name!r}, hits={self.hits}, misses={self.misses}, "
+                f"ttl={self.ttl})")
+
+
+def identity(retriever) -> str:
+    """What a retriever's results depend on: its corpus fingerprint and the fingerprint of
+    every encoder inside it (a hybrid's dense channel, a wrapper's inner retriever)."""
+    parts, seen, todo = [retriever.corpus_fingerprint], set(), [retriever]
+    while todo:
+        r = todo.pop()
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        enc = getattr(r, "encoder", None)
+        if enc is not None and hasattr(enc, "fingerprint"):
+            parts.append(enc.fingerprint)
+        todo += [getattr(r, a) for a in ("dense", "bm25", "retriever") if hasattr(r, a)]
+    return "|".join(parts)
+
+
+def _hit_dict(h: Hit) -> dict:
+    return {"id": h.id, "doc_id": h.doc_id, "text": h.text, "start": h.start, "end": h.end,
+            "metadata": dict(h.metadata), "score": h.score}
+
+
+class CachedRetriever:
+    """A ``Retriever`` that remembers its results per (query, k, where). The namespace is
+    ``identity(retriever)``, taken at each search, so a rebuilt corpus or a different model
+    misses instead of serving stale hits."""
+
+    def __init__(self, retriever, ttl: float | None = None, path: str | Path | None = None):
+        self.retriever, self.ttl, self.path = retriever, ttl, path
+        self.cache = Cache("retrieval", identity(retriever), ttl, path)
+
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+               ) -> list[Hit]:
+        k, query, where = check_k(k), check_query(query), validate_where(where)
+        self.cache.namespace = identity(self.retriever)
+        rows = self.cache.get_or_make(
+            Cache.key(query, k, where),
+            lambda: [_hit_dict(h) for h in self.retriever.search(query, k=k, where=where)])
+        return [make_hit(r, r["score"], n) for n, r in enumerate(rows, 1)]
+
+    def __len__(self) -> int:
+        return len(self.retriever)
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        return self.retriever.corpus_fingerprint

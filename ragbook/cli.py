@@ -1,0 +1,328 @@
+"""The command line: build an index from your documents, ask it questions, measure it.
+
+    ragbook index docs/ --out my-index          documents -> chunks -> dense + BM25, saved
+    ragbook ask my-index "refund window?"       retrieve -> read -> answer, or escalate
+    ragbook eval my-index questions.jsonl       chapter 4's table for dense, BM25, hybrid
+
+Exit codes: 0 success (an escalated answer is a success: it is the right outcome for a
+question the documents cannot answer), 1 a failure while running (missing or corrupt index,
+unreadable input), 2 a usage error. Every error is one line on stderr,
+``ragbook: error: <what went wrong>; <what to do>``; ``--debug`` shows the traceback instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+__all__ = ["main", "build_parser", "read_questions"]
+
+PROG = "ragbook"
+METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
+EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
+
+
+class UsageError(Exception):
+    """The command line itself is wrong (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that says where the help is."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message}; see '{self.prog} --help'")
+
+
+def _whole(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Build, query and measure a retrieval-augmented "
+                     "question-answering index over your own documents.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks on errors")
+        return p
+
+    p = command("index", "build an index from a folder of documents or a JSONL file",
+                "Read SRC (a folder of .md/.markdown/.txt files, or a .jsonl file with id and "
+                "text per line), chunk it, embed the chunks and build a BM25 index, and save "
+                "both to OUT. Resumable: embeddings are cached on disk as they are computed, "
+                "so re-running after an interrupt embeds only what is missing.")
+    p.add_argument("src", metavar="SRC", help="folder of documents, or a .jsonl file")
+    p.add_argument("--out", required=True, metavar="PATH", help="folder to save the index to")
+    p.add_argument("--size", type=_whole(1), default=256, help="chunk size in encoder tokens "
+                   "(default 256)")
+    p.add_argument("--overlap", type=_whole(0), default=32, help="tokens shared by "
+                   "neighbouring chunks (default 32)")
+    p.set_defaults(run=_index)
+
+    p = command("ask", "answer a question from an index, or escalate it",
+                "Retrieve, read and answer QUESTION with its sources; when the index does not "
+                "support an answer, print 'escalated: <reason>' and the passages a human should "
+                "look at (exit code 0 either way).")
+    p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--k", type=_whole(1), default=5, help="passages kept for the reader "
+                   "(default 5)")
+    p.add_argument("--min-score", type=_finite, default=0.5, metavar="COSINE",
+                   help="escalate (low_confidence) when the best dense cosine is below this "
+                   "(default 0.5: near the value calibrated on the help centre's dev split "
+                   "for all-MiniLM-L6-v2 in chapter 9; it depends on the encoder and the "
+                   "corpus, so calibrate on your own labelled questions)")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--trace", metavar="FILE", help="append the pipeline trace to FILE as one "
+                   "JSON line")
+    p.set_defaults(run=_ask)
+
+    p = command("eval", "measure retrieval on labelled questions",
+                "Score the dense channel, the BM25 channel and the hybrid on QUESTIONS (JSONL: "
+                '{"id", "question", "gold": [document ids]} per line) with recall@5, '
+                "recall@10, MRR@10 and nDCG@10, each with a 95% bootstrap interval.")
+    p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
+    p.add_argument("questions", metavar="QUESTIONS", help="JSONL file of labelled questions")
+    p.set_defaults(run=_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as err:
+        return _fail(str(err), 2)
+    except SystemExit as err:  # --help
+        return err.code if isinstance(err.code, int) else 0
+    try:
+        return args.run(args)
+    except UsageError as err:
+        return _fail(str(err), 2)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        return _fail("interrupted; run the same command again (embeddings computed so far "
+                     "are cached, so an index build resumes where it stopped)", 130)
+    except Exception as err:
+        if args.debug or not _expected(err):
+            raise
+        return _fail(_message(err), 1)
+
+
+def _expected(err: Exception) -> bool:
+    """Errors that are about the input or the environment, not bugs in ragbook."""
+    return (isinstance(err, (FileNotFoundError, ValueError, TypeError, KeyError, OSError))
+            or type(err).__module__.startswith("ragbook."))
+
+
+def _message(err: Exception) -> str:
+    if isinstance(err, KeyError):
+        msg = f"missing key {err.args[0]!r}" if err.args else "missing key"
+    elif isinstance(err, OSError) and err.strerror and err.filename:
+        msg = f"{err.strerror}: {str(err.filename)!r}"
+    else:
+        msg = str(err) or type(err).__name__
+    msg = " ".join(msg.split())  # one line, whatever the exception held
+    return msg if ";" in msg else f"{msg}; run again with --debug to see where it failed"
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+# -- index ---------------------------------------------------------------------------------
+def _check_out(out: Path) -> None:
+    """Refuse an --out that is not ours to replace: saving swaps the whole folder."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {str(out)!r} is a file; give a folder path for the index")
+    if out.is_dir() and any(out.iterdir()):
+        manifest = out / "manifest.json"
+        try:
+            kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            kind = None
+        if kind != "HybridRetriever":
+            raise FileExistsError(f"--out {str(out)!r} is a folder that is not a ragbook index "
+                                  f"and saving would replace it; choose a new path")
+
+
+def _index(args) -> int:
+    from .bm25 import BM25Index
+    from .chunking import chunk_documents
+    from .dense import DenseIndex
+    from .embeddings import Encoder
+    from .fusion import HybridRetriever
+    from .ingest import read_documents
+
+    if args.overlap >= args.size:
+        raise UsageError(f"--overlap {args.overlap} must be smaller than --size {args.size}; "
+                         f"see 'ragbook index --help'")
+    out = Path(args.out)
+    _check_out(out)
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = read_documents(args.src)
+    for w in caught:
+        _warn(str(w.message))
+    chunks = chunk_documents(docs, size=args.size, overlap=args.overlap)
+    encoder = Encoder(show_progress=True)
+    retriever = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
+    retriever.save(out)
+    print(f"indexed {len(docs)} documents as {len(chunks)} chunks in "
+          f"{time.perf_counter() - t:.1f} s ({encoder.cache_misses} embedded, "
+          f"{encoder.cache_hits} from cache); saved to {out}")
+    return 0
+
+
+# -- ask -------------------------------------------------------------------------------------
+def _load(path: str):
+    from .fusion import HybridRetriever
+
+    path = Path(path)
+    if not (path / "manifest.json").is_file():
+        what = "does not exist" if not path.exists() else "is not a ragbook index"
+        raise FileNotFoundError(f"{str(path)!r} {what}; build one with "
+                                f"'ragbook index SRC --out {path}'")
+    return HybridRetriever.load(path)
+
+
+def _passage(n: int, p: dict) -> str:
+    snippet = " ".join(str(p.get("text", "")).split())
+    snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
+    return (f"  [{n}] {p['doc_id']}  chars {p['start']}-{p['end']}  "
+            f"score {float(p['score']):.3f}  \"{snippet}\"")
+
+
+def _ask(args) -> int:
+    from .pipeline import Pipeline
+
+    if not args.question.strip():
+        raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
+                         "\"how long is the refund window?\"")
+    retriever = _load(args.index)
+    result = Pipeline(retriever, keep=args.k, min_score=args.min_score,
+                      trace_path=args.trace).ask(args.question)
+    out = result.to_dict()
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    if out["escalated"]:
+        detail = f" ({out['detail']})" if out.get("detail") else ""
+        print(f"escalated: {out['reason']}{detail}")
+        print("candidates for a human to check:" if out["candidates"] else
+              "no candidate passages were found")
+        for n, p in enumerate(out["candidates"], 1):
+            print(_passage(n, p))
+    else:
+        print(out["answer"])
+        if out.get("answer_span"):
+            doc, start, end = out["answer_span"]
+            print(f"(from {doc}, chars {start}-{end})")
+        print("sources:")
+        for n, p in enumerate(out["sources"], 1):
+            print(_passage(n, p))
+    return 0
+
+
+# -- eval ------------------------------------------------------------------------------------
+def read_questions(path: str | Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(id, question, gold)`` per line of a JSONL file of ``{"id", "question", "gold"}``
+    objects (``gold``: a list of document ids; missing = unlabelled). Other keys are ignored,
+    so ``data/helpcentre/questions/*.jsonl`` read as is. Errors name the line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} is not a file; give a JSONL file of "
+                                f'{{"id", "question", "gold"}} objects')
+    out, seen = [], {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text (byte offset {err.start}); convert "
+                         f"it, e.g. iconv -f latin1 -t utf-8") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{str(path)!r} line {n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where} is not valid JSON ({err.msg} at column {err.colno}); "
+                             f"write one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{where} is a JSON {type(row).__name__}, not an object; write "
+                             f'{{"id": ..., "question": ..., "gold": [...]}} per line')
+        for field in ("id", "question"):
+            if not isinstance(row.get(field), str) or not row[field].strip():
+                got = "missing" if field not in row else f"{row[field]!r:.40}"
+                raise ValueError(f"{where}: field {field!r} must be a non-empty str, got {got}")
+        gold = row.get("gold", [])
+        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+            raise ValueError(f"{where}: field 'gold' must be a list of document ids (str), got "
+                             f"{gold!r:.40}")
+        if row["id"] in seen:
+            raise ValueError(f"{where} repeats the id {row['id']!r} of line {seen[row['id']]}; "
+                             f"question ids must be unique")
+        seen[row["id"]] = n
+        out.append((row["id"], row["question"], tuple(gold)))
+    return out
+
+
+def _eval(args) -> int:
+    from .evaluate import compare_runs, format_table, run_from_hits
+
+    questions = read_questions(args.questions)
+    labelled = [(q, text, gold) for q, text, gold in questions if gold]
+    if not labelled:
+        raise ValueError(f"no question in {args.questions!r} has gold document ids; add "
+                         f'"gold": ["doc-id", ...] to the lines to score')
+    retriever = _load(args.index)
+    known = {r["doc_id"] for r in retriever.items_}
+    unknown = sorted({g for _, _, gold in labelled for g in gold} - known)
+    if unknown:
+        _warn(f"{len(unknown)} gold ids are not documents of the index (e.g. {unknown[0]!r}); "
+              f"they can never be found: check that the questions label this corpus")
+    qrels = {q: {g: 1 for g in gold} for q, _, gold in labelled}
+    hits: dict[str, dict] = {"dense": {}, "bm25": {}, "hybrid": {}}
+    for q, text, _ in labelled:
+        hits["dense"][q] = retriever.dense.search(text, k=EVAL_DEPTH)
+        hits["bm25"][q] = retriever.bm25.search(text, k=EVAL_DEPTH)
+        hits["hybrid"][q] = retriever.search(text, k=EVAL_DEPTH)
+    runs = {name: run_from_hits(h, level="doc") for name, h in hits.items()}
+    skipped = len(questions) - len(labelled)
+    print(f"{len(labelled)} questions" + (f" ({skipped} without gold ids not scored)"
+                                           if skipped else "")
+          + "; documents judged by their best chunk; mean [95% bootstrap CI]")
+    print(format_table(compare_runs(qrels, runs, list(METRICS))))
+    return 0

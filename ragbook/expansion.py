@@ -1,0 +1,193 @@
+"""Retrieve small, return big: search precise little pieces, hand the reader their context.
+
+A small chunk embeds one idea, so it matches a question sharply — but it may lack what the
+reader needs around it. Two ways to have both (chapter 10):
+
+* ``ParentDocumentRetriever``: index ~200-token *children*, return the ~1,000-token *parent*
+  section each child lies in; several children of one parent count once.
+* ``SentenceWindowRetriever``: index single *sentences*, return each hit widened to
+  ``window`` sentences on *both* sides (symmetric — llama-index's
+  ``SentenceWindowNodeParser`` builds its window from the sentences before and after too, but
+  its metadata replacement is easy to misread as "the sentences after"; check any library's
+  window before you compare numbers).
+
+Both wrap any ``Retriever`` over the small pieces and satisfy the contract themselves: hits
+carry the *returned* text and its offsets in the document.
+
+>>> sentence_spans("One. Two two! Three?")
+[(0, 4), (5, 13), (14, 20)]
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .chunking import chunk_documents
+from .retrieval import check_k, check_query, corpus_fingerprint, validate_where
+from .types import Chunk, Document, Hit
+
+__all__ = ["sentence_spans", "sentence_chunks", "parent_child_chunks",
+           "ParentDocumentRetriever", "SentenceWindowRetriever"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence (or line) of ``text``, whitespace trimmed, in order."""
+    spans, start = [], 0
+    for m in [*_SENTENCE_END.finditer(text), None]:
+        end = m.start() if m else len(text)
+        piece = text[start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((start + lead, start + lead + len(piece.strip())))
+        start = m.end() if m else len(text)
+    return spans
+
+
+def sentence_chunks(docs: Sequence[Document], min_words: int = 3) -> list[Chunk]:
+    """Every sentence of every document as a ``Chunk`` (id ``doc:start-end``), skipping
+    fragments of fewer than ``min_words`` words (headings, list stubs)."""
+    out = []
+    for d in docs:
+        for a, z in sentence_spans(d.text):
+            if len(d.text[a:z].split()) >= min_words:
+                out.append(Chunk(f"{d.id}:{a}-{z}", d.id, d.text[a:z], a, z, d.metadata))
+    return out
+
+
+def parent_child_chunks(docs: Sequence[Document], parent_size: int = 1000,
+                        child_size: int = 200, overlap: int = 0
+                        ) -> tuple[list[Chunk], list[Chunk]]:
+    """(parents, children): each document split into ~``parent_size``-token sections, and
+    each section into ~``child_size``-token children, so every child lies inside exactly
+    one parent (children never cross a parent's edge)."""
+    if child_size >= parent_size:
+        raise ValueError(f"child_size ({child_size}) must be smaller than parent_size "
+                         f"({parent_size}); children are pieces of a parent")
+    parents = chunk_documents(docs, size=parent_size, overlap=0)
+    children = []
+    for p in parents:
+        piece = Document(p.id, p.text, metadata=p.metadata)
+        for c in chunk_documents([piece], size=child_size, overlap=overlap):
+            children.append(Chunk(f"{p.doc_id}:{p.start + c.start}-{p.start + c.end}",
+                                  p.doc_id, c.text, p.start + c.start, p.start + c.end,
+                                  p.metadata))
+    return parents, children
+
+
+def _check_inner(retriever) -> None:
+    for attr in ("search", "corpus_fingerprint"):
+        if not hasattr(retriever, attr):
+            raise TypeError(f"retriever must satisfy ragbook.retrieval.Retriever (no "
+                            f"{attr!r} on {type(retriever).__name__})")
+
+
+class ParentDocumentRetriever:
+    """Search ``retriever`` (over children), return the parents they lie in.
+
+    ``parents``: the sections (Chunks with offsets; e.g. from ``parent_child_chunks``).
+    A child maps to the parent of the same document whose span contains its start. The
+    parent's score is its best child's; a parent is returned once. ``fetch`` children are
+    read per result wanted (``k * fetch``), since several may share a parent.
+    """
+
+    def __init__(self, retriever, parents: Sequence[Chunk], fetch: int = 4):
+        _check_inner(retriever)
+        self.retriever, self.fetch = retriever, check_k(fetch, "fetch")
+        self.parents = list(parents)
+        self._by_doc: dict[str, list[Chunk]] = {}
+        for p in sorted(self.parents, key=lambda p: (p.doc_id, p.start)):
+            self._by_doc.setdefault(p.doc_id, []).append(p)
+        self._starts = {d: [p.start for p in ps] for d, ps in self._by_doc.items()}
+
+    def parent_of(self, hit: Hit) -> Chunk:
+        """The parent section containing ``hit`` (a KeyError naming it if there is none)."""
+        ps = self._by_doc.get(hit.doc_id, [])
+        i = bisect.bisect_right(self._starts.get(hit.doc_id, []), hit.start or 0) - 1
+        if i < 0 or not ps[i].start <= (hit.start or 0) < max(ps[i].end, ps[i].start + 1):
+            raise KeyError(f"no parent of {hit.id!r} among the {len(ps)} parents of document "
+                           f"{hit.doc_id!r}; build parents and children from the same "
+                           f"documents (parent_child_chunks)")
+        return ps[i]
+
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+               ) -> list[Hit]:
+        """The best ``k`` parents (the number of results), best child first."""
+        k, query, where = check_k(k), check_query(query), validate_where(where)
+        out: dict[str, Hit] = {}
+        for h in self.retriever.search(query, k=k * self.fetch, where=where):
+            p = self.parent_of(h)
+            if p.id not in out:
+                out[p.id] = Hit(p.id, h.score, len(out) + 1, p.doc_id, p.text, p.metadata,
+                                p.start, p.end)
+                if len(out) == k:
+                    break
+        return list(out.values())
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        return (f"{self.retriever.corpus_fingerprint}/parents:" +
+                corpus_fingerprint([{"id": p.id, "text": p.text} for p in self.parents]))
+
+
+class SentenceWindowRetriever:
+    """Search ``retriever`` (over sentences, e.g. ``sentence_chunks``), return each hit
+    widened to ``window`` sentences before and after it in its document. Windows of two hits
+    that overlap are merged into one (scored by the better hit), so text is never repeated.
+    """
+
+    def __init__(self, retriever, documents: Sequence[Document], window: int = 3,
+                 fetch: int = 3):
+        _check_inner(retriever)
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            raise ValueError(f"window must be a whole number >= 0 (sentences on each side), "
+                             f"got {window!r}")
+        self.retriever, self.window, self.fetch = retriever, window, check_k(fetch, "fetch")
+        self.documents = {d.id: d for d in documents}
+        self._spans = {d.id: sentence_spans(d.text) for d in documents}
+        self._starts = {d: [a for a, _ in s] for d, s in self._spans.items()}
+
+    def widen(self, hit: Hit) -> tuple[int, int]:
+        """(start, end) of ``hit``'s window in its document."""
+        if hit.doc_id not in self.documents:
+            raise KeyError(f"hit {hit.id!r} comes from document {hit.doc_id!r}, which this "
+                           f"SentenceWindowRetriever was not given")
+        spans = self._spans[hit.doc_id]
+        i = max(bisect.bisect_right(self._starts[hit.doc_id], hit.start or 0) - 1, 0)
+        lo, hi = max(i - self.window, 0), min(i + self.window, len(spans) - 1)
+        return spans[lo][0], spans[hi][1]
+
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+               ) -> list[Hit]:
+        """The best ``k`` windows (the number of results)."""
+        k, query, where = check_k(k), check_query(query), validate_where(where)
+        windows: list[Hit] = []
+        for h in self.retriever.search(query, k=k * self.fetch, where=where):
+            a, z = self.widen(h)
+            for n, w in enumerate(windows):
+                if w.doc_id == h.doc_id and a < w.end and w.start < z:   # overlap: merge
+                    a, z = min(a, w.start), max(z, w.end)
+                    text = self.documents[h.doc_id].text[a:z]
+                    windows[n] = replace(w, id=f"{h.doc_id}:{a}-{z}", text=text, start=a,
+                                         end=z)
+                    break
+            else:
+                if len(windows) < k:
+                    text = self.documents[h.doc_id].text[a:z]
+                    windows.append(Hit(f"{h.doc_id}:{a}-{z}", h.score, len(windows) + 1,
+                                       h.doc_id, text, h.metadata, a, z))
+        return windows
+
+    def __len__(self) -> int:
+        return len(self.retriever)
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        return f"{self.retriever.corpus_fingerprint}/window:{self.window}"

@@ -1,0 +1,174 @@
+"""Reading your own documents: a folder of Markdown/text files, or a JSONL file, as Documents.
+
+Everything in the book runs on ``load_helpcentre()``; ``read_documents`` is the door for a
+corpus of your own, and what ``ragbook index SRC`` calls. It is strict where silence would
+cost you later (two files with one id, a file in another encoding) and lenient where a real
+docs folder is messy (empty files are skipped with a warning, not an error).
+
+    folder/ or file.jsonl --read_documents--> [Document] --chunk_documents--> [Chunk]
+
+>>> import tempfile, pathlib
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "billing").mkdir(), (root / "billing" / "refunds.md").write_text(
+...     "---\\nstatus: current\\n---\\n# Refund policy\\n\\n14 days.\\n")
+>>> doc, = read_documents(root)
+>>> doc.id, doc.title, dict(doc.metadata), doc.text
+('billing/refunds', 'Refund policy', {'status': 'current'}, '# Refund policy\\n\\n14 days.\\n')
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+from .datasets import split_front_matter
+from .retrieval import check_metadata
+from .types import Document
+
+__all__ = ["read_documents", "SUFFIXES"]
+
+SUFFIXES = (".md", ".markdown", ".txt")
+_MARKDOWN = (".md", ".markdown")
+
+
+def read_documents(path: str | os.PathLike) -> list[Document]:
+    """The documents under ``path``: a folder, a ``.jsonl`` file, or one Markdown/text file.
+
+    **A folder**: every ``*.md``, ``*.markdown`` and ``*.txt`` below it (recursively, sorted;
+    hidden files and folders such as ``.git`` are skipped). A document's id is its path
+    relative to the folder without the suffix, with ``/`` separators (``billing/refunds``),
+    so ids are stable across machines and re-runs. An optional front-matter block at the top
+    (``---``, plain ``key: value`` lines, ``---``) becomes ``metadata`` (values as str) and is
+    removed from the text. The title is the first ``# `` heading of a Markdown file (outside
+    code fences), else the front matter's ``title``, else the file name without suffix.
+
+    **A .jsonl file**: one JSON object per line with ``id`` and ``text`` (required, str),
+    ``title`` (str) and ``metadata`` (an object) optional; other keys are ignored. Errors
+    name the line number and the field.
+
+    Documents with blank text are skipped with one warning that counts them and names the
+    first few: an empty file (or one holding only front matter) is common in a docs folder
+    and should not stop an index build. Files that are not UTF-8, duplicate ids, a missing
+    path and a folder without matching files are errors that name the file and the fix.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{str(path)!r} does not exist; give a folder of "
+                                f"{'/'.join(SUFFIXES)} files or a .jsonl file")
+    if path.is_dir():
+        docs = _read_folder(path)
+    elif path.suffix.lower() == ".jsonl":
+        docs = _read_jsonl(path)
+    elif path.suffix.lower() in SUFFIXES:
+        docs = [_read_file(path, path.stem)]
+    else:
+        raise ValueError(f"cannot read {str(path)!r} (suffix {path.suffix!r}); give a folder "
+                         f"of {'/'.join(SUFFIXES)} files, one such file, or a .jsonl file")
+    return _drop_blank(docs, path)
+
+
+def _read_folder(root: Path) -> list[Document]:
+    files = sorted(p for p in root.rglob("*")
+                   if p.suffix.lower() in SUFFIXES and p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    if not files:
+        raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
+                         f"recursively); point at the folder that holds your documents")
+    docs, source = [], {}
+    for f in files:
+        doc_id = f.relative_to(root).with_suffix("").as_posix()
+        if doc_id in source:
+            raise ValueError(f"{str(source[doc_id])!r} and {str(f)!r} both give the document id "
+                             f"{doc_id!r} (ids are paths without the suffix); rename or remove "
+                             f"one of them")
+        source[doc_id] = f
+        docs.append(_read_file(f, doc_id))
+    return docs
+
+
+def _decode(raw: bytes, where: str) -> str:
+    try:
+        text = raw.decode("utf-8-sig")  # tolerate a byte-order mark, as editors write one
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                         f"{err.start}); convert it, e.g. iconv -f latin1 -t utf-8, or remove "
+                         f"it") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_file(path: Path, doc_id: str) -> Document:
+    meta, body = split_front_matter(_decode(path.read_bytes(), repr(str(path))), str(path))
+    # the loaders' convention (datasets.load_helpcentre): no blank lines at either end, one
+    # final newline, so the same article read either way chunks to the same ids and offsets
+    text = body.strip("\n") + "\n" if body.strip() else ""
+    heading = _first_heading(text) if path.suffix.lower() in _MARKDOWN else None
+    return Document(id=doc_id, text=text, title=heading or meta.get("title") or path.stem,
+                    metadata=meta)
+
+
+def _first_heading(text: str) -> str | None:
+    """The first level-1 ATX heading (``# Title``), ignoring lines inside code fences."""
+    fence = None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+        elif fence is None and line.startswith("# "):
+            title = line[2:].strip().rstrip("#").strip()
+            if title:
+                return title
+    return None
+
+
+def _read_jsonl(path: Path) -> list[Document]:
+    docs, line_of = [], {}
+    for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
+        where = f"{str(path)!r} line {n}"
+        text = _decode(line, where)
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where} is not valid JSON ({err.msg} at column {err.colno}); "
+                             f"write one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{where} is a JSON {type(row).__name__}, not an object; write "
+                             f'one object per line like {{"id": "a", "text": "..."}}')
+        for field, required in (("id", True), ("text", True), ("title", False)):
+            if field not in row:
+                if required:
+                    raise ValueError(f"{where} has no {field!r} field; every line needs "
+                                     f'"id" and "text" (str)')
+            elif not isinstance(row[field], str) or (field == "id" and not row[field]):
+                raise ValueError(f"{where}: field {field!r} must be a non-empty str, got "
+                                 f"{row[field]!r:.40}; quote it, e.g. \"{field}\": \"...\"")
+        if row["id"] in line_of:
+            raise ValueError(f"{where} repeats the id {row['id']!r} of line "
+                             f"{line_of[row['id']]}; ids must be unique")
+        line_of[row["id"]] = n
+        try:
+            meta = check_metadata(row.get("metadata", {}), row["id"])
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: field 'metadata' is invalid: {err}") from None
+        docs.append(Document(id=row["id"], text=row["text"], title=row.get("title", ""),
+                             metadata=meta))
+    if not docs:
+        raise ValueError(f"{str(path)!r} holds no JSON lines; write one object per line like "
+                         f'{{"id": "a", "text": "..."}}')
+    return docs
+
+
+def _drop_blank(docs: list[Document], path: Path) -> list[Document]:
+    blank = [d.id for d in docs if not d.text.strip()]
+    if not blank:
+        return docs
+    if len(blank) == len(docs):
+        raise ValueError(f"every document in {str(path)!r} is blank ({len(blank)}); give "
+                         f"files with some text")
+    shown = ", ".join(repr(b) for b in blank[:3]) + (", ..." if len(blank) > 3 else "")
+    warnings.warn(f"skipped {len(blank)} blank document{'s' * (len(blank) > 1)} in "
+                  f"{str(path)!r} ({shown}); fill or remove them to silence this",
+                  stacklevel=3)
+    return [d for d in docs if d.text.strip()]

@@ -1,0 +1,188 @@
+"""The command line, run in process (``ragbook.cli.main``) and once as ``python -m ragbook``."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragbook.cli import main
+from ragbook.datasets import data_dir
+
+ARTICLES = ["billing-refund-policy", "billing-cancel-subscription", "billing-invoices",
+            "account-enterprise-plan", "account-export-csv", "account-free-plan-overview"]
+REFUND = "how long is the refund window for enterprise contracts?"
+ABSENT = "what is the capital of mongolia?"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ragbook: error: ") and "; " in lines[0], lines[0]
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("docs")
+    for name in ARTICLES:
+        shutil.copy(data_dir() / "helpcentre" / "articles" / f"{name}.md", root / f"{name}.md")
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("idx") / "index"
+    assert main(["index", str(corpus), "--out", str(out)]) == 0
+    return out
+
+
+def test_index_prints_a_summary_and_saves(corpus, tmp_path, capsys):
+    code, out, _ = run(capsys, "index", corpus, "--out", tmp_path / "i", "--size", 128,
+                       "--overlap", 16)
+    assert code == 0
+    assert out.startswith("indexed 6 documents as ") and f"saved to {tmp_path / 'i'}" in out
+    assert (tmp_path / "i" / "manifest.json").exists()
+    # a re-run embeds nothing new: the on-disk cache is what makes an interrupted build resume
+    code, out, _ = run(capsys, "index", corpus, "--out", tmp_path / "i", "--size", 128,
+                       "--overlap", 16)
+    assert code == 0 and "(0 embedded," in out
+
+
+def test_index_warns_in_one_line_about_blank_files(corpus, tmp_path, capsys):
+    src = tmp_path / "src"
+    shutil.copytree(corpus, src)
+    (src / "empty.md").write_text("")
+    code, _, err = run(capsys, "index", src, "--out", tmp_path / "i")
+    assert code == 0
+    assert "ragbook: warning: skipped 1 blank document" in err and "'empty'" in err
+
+
+def test_index_refuses_to_replace_a_folder_that_is_not_an_index(corpus, tmp_path, capsys):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("precious")
+    code, _, err = run(capsys, "index", corpus, "--out", tmp_path / "mine")
+    assert code == 1 and "is a folder that is not a ragbook index" in one_error_line(err)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "precious"
+
+
+def test_eval_prints_the_three_runs_with_intervals(index, tmp_path, capsys):
+    questions = tmp_path / "q.jsonl"
+    rows = [{"id": "q1", "question": REFUND, "gold": ["billing-refund-policy"]},
+            {"id": "q2", "question": "how do I cancel my subscription",
+             "gold": ["billing-cancel-subscription"]},
+            {"id": "q3", "question": "export tickets to a CSV file",
+             "gold": ["account-export-csv"]},
+            {"id": "q4", "question": "unlabelled", "gold": []}]
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out, _ = run(capsys, "eval", index, questions)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("3 questions (1 without gold ids not scored)")
+    assert lines[1].split() == ["run", "recall@5", "recall@10", "mrr@10", "ndcg@10"]
+    assert [line.split()[0] for line in lines[2:]] == ["dense", "bm25", "hybrid"]
+    assert "[" in lines[2] and "]" in lines[2]
+
+
+def test_eval_bad_jsonl_line_is_one_error(index, tmp_path, capsys):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "q1", "question": "refunds?", "gold": ["a"]}\n{"id": "q2"\n')
+    code, _, err = run(capsys, "eval", index, questions)
+    assert code == 1 and "line 2 is not valid JSON" in one_error_line(err)
+    questions.write_text('{"id": "q1", "gold": ["a"]}\n')
+    code, _, err = run(capsys, "eval", index, questions)
+    assert code == 1 and "line 1: field 'question'" in one_error_line(err)
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["ask", "{tmp}/missing", "refunds?"], 1, "does not exist; build one with 'ragbook index"),
+    (["eval", "{tmp}/missing", "{tmp}/q.jsonl"], 1, "q.jsonl' is not a file"),
+    (["index", "{tmp}/empty", "--out", "{tmp}/i"], 1, "holds no .md, .markdown, .txt files"),
+    (["index", "{tmp}/nowhere", "--out", "{tmp}/i"], 1, "does not exist; give a folder"),
+    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    ([], 2, "the following arguments are required: COMMAND"),
+    (["index", "{tmp}/empty"], 2, "--out"),
+    (["index", "{tmp}/empty", "--out", "{tmp}/i", "--size", "0"], 2, "--size: must be a whole"),
+    (["index", "{tmp}/empty", "--out", "{tmp}/i", "--size", "32", "--overlap", "32"], 2,
+     "--overlap 32 must be smaller than --size 32"),
+    (["ask", "{tmp}/missing", "q", "--k", "x"], 2, "--k: must be a whole number"),
+])
+def test_errors_are_one_line_with_the_right_exit_code(tmp_path, capsys, argv, code, message):
+    (tmp_path / "empty").mkdir()
+    got, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
+    assert got == code
+    assert message in one_error_line(err)
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "index", str(tmp_path / "nowhere"), "--out", str(tmp_path / "i")])
+    with pytest.raises(FileNotFoundError):
+        main(["index", str(tmp_path / "nowhere"), "--out", str(tmp_path / "i"), "--debug"])
+
+
+def test_help_exits_zero(capsys):
+    code, out, _ = run(capsys, "index", "--help")
+    assert code == 0 and "Resumable" in out
+
+
+def test_python_dash_m_ragbook():
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "ragbook", "--help"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: ragbook") and all(
+        c in done.stdout for c in ("index", "ask", "eval"))
+    done = subprocess.run([sys.executable, "-m", "ragbook", "nope"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    one_error_line(done.stderr)
+
+
+# -- ask: needs ragbook.pipeline --------------------------------------------------------------
+
+@pytest.fixture
+def pipeline():
+    return pytest.importorskip("ragbook.pipeline")
+
+
+def test_ask_answers_with_sources(pipeline, index, capsys):
+    code, out, _ = run(capsys, "ask", index, REFUND)
+    assert code == 0
+    assert "14-day" in out.splitlines()[0]
+    assert "sources:" in out and "billing-refund-policy  chars " in out
+
+
+def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys):
+    code, out, _ = run(capsys, "ask", index, ABSENT, "--min-score", "0.3")
+    assert code == 0  # an escalation is a correct outcome, not a failure
+    assert out.startswith("escalated: low_confidence")
+    assert "candidates for a human to check:" in out and "  [1] " in out
+
+
+def test_ask_json_and_trace(pipeline, index, tmp_path, capsys):
+    trace = tmp_path / "trace.jsonl"
+    code, out, _ = run(capsys, "ask", index, REFUND, "--json", "--trace", trace, "--k", "3")
+    assert code == 0
+    result = json.loads(out)
+    assert result["escalated"] is False and "14-day" in result["answer"]
+    assert {"id", "doc_id", "start", "end", "score", "text"} <= set(result["sources"][0])
+    assert len(result["candidates"]) <= 3
+    code, _, _ = run(capsys, "ask", index, ABSENT, "--trace", trace, "--min-score", "0.3")
+    lines = trace.read_text().splitlines()
+    assert code == 0 and len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["question"] == REFUND and second["escalated"] is True and second["trace"]
+
+
+def test_ask_blank_question_is_a_usage_error(pipeline, index, capsys):
+    code, _, err = run(capsys, "ask", index, "   ")
+    assert code == 2 and "QUESTION is blank" in one_error_line(err)

@@ -1,0 +1,71 @@
+"""HybridRetriever.save/load: one folder, both indexes and the fusion settings, verified."""
+import json
+
+import pytest
+
+from ragbook.bm25 import BM25Index
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre
+from ragbook.dense import DenseIndex
+from ragbook.embeddings import Encoder
+from ragbook.fusion import HybridRetriever
+from ragbook.retrieval import CorruptIndexError
+
+QUERIES = ["how long is the refund window for enterprise contracts?", "export tickets to CSV",
+           "ERR_CONN_4021"]
+
+
+@pytest.fixture(scope="module")
+def hybrid():
+    docs = [d for d in load_helpcentre().documents][:12]
+    chunks = chunk_documents(docs, size=128, overlap=16)
+    return HybridRetriever(DenseIndex(Encoder()), BM25Index(), depth=40, rrf_k=30,
+                           weights=(1.0, 0.5), min_score=0.001).build(chunks)
+
+
+def test_round_trip_gives_identical_results(hybrid, tmp_path):
+    hybrid.save(tmp_path / "idx")
+    assert {p.name for p in (tmp_path / "idx").iterdir()} == {"dense", "bm25", "hybrid.json",
+                                                              "manifest.json"}
+    loaded = HybridRetriever.load(tmp_path / "idx")
+    assert (loaded.depth, loaded.rrf_k, loaded.weights, loaded.min_score) == (40, 30, (1.0, 0.5),
+                                                                              0.001)
+    assert loaded.corpus_fingerprint == hybrid.corpus_fingerprint
+    for q in QUERIES:
+        assert loaded.search(q, k=10) == hybrid.search(q, k=10)
+        assert loaded.search(q, k=5, where={"status": "current"}) == \
+            hybrid.search(q, k=5, where={"status": "current"})
+
+
+def test_saving_again_replaces_the_folder(hybrid, tmp_path):
+    hybrid.save(tmp_path / "idx")
+    hybrid.save(tmp_path / "idx")
+    assert HybridRetriever.load(tmp_path / "idx").search(QUERIES[0], k=3) == \
+        hybrid.search(QUERIES[0], k=3)
+
+
+@pytest.mark.parametrize("victim", ["bm25/records.json", "dense/index.faiss", "hybrid.json"])
+def test_a_corrupted_file_is_reported(hybrid, tmp_path, victim):
+    hybrid.save(tmp_path / "idx")
+    target = tmp_path / "idx" / victim
+    target.write_bytes(target.read_bytes()[:-20])
+    with pytest.raises(CorruptIndexError, match=f"{target.name}.*does not match its checksum"):
+        HybridRetriever.load(tmp_path / "idx")
+
+
+def test_a_missing_sub_index_and_a_wrong_kind_are_reported(hybrid, tmp_path):
+    hybrid.save(tmp_path / "idx")
+    (tmp_path / "idx" / "bm25" / "weights.npz").unlink()
+    with pytest.raises(CorruptIndexError, match=r"weights\.npz' is missing"):
+        HybridRetriever.load(tmp_path / "idx")
+    with pytest.raises(CorruptIndexError, match="holds a 'DenseIndex', not a HybridRetriever"):
+        HybridRetriever.load(tmp_path / "idx" / "dense")
+    with pytest.raises(FileNotFoundError, match="no saved HybridRetriever"):
+        HybridRetriever.load(tmp_path / "nothing")
+
+
+def test_settings_are_in_the_checksummed_file(hybrid, tmp_path):
+    hybrid.save(tmp_path / "idx")
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert manifest["kind"] == "HybridRetriever" and "hybrid.json" in manifest["files"]
+    assert manifest["count"] == len(hybrid)

@@ -1,0 +1,133 @@
+"""read_documents: folders of Markdown/text, JSONL files, and the errors a real corpus hits."""
+import json
+
+import pytest
+
+from ragbook.datasets import load_helpcentre, split_front_matter
+from ragbook.ingest import read_documents
+
+
+def write(path, text, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+def test_folder_ids_titles_front_matter_and_order(tmp_path):
+    write(tmp_path / "billing" / "refunds.md",
+          "---\nstatus: current\nupdated: 2026-03-01\n---\n\n# Refund policy\n\n14 days.\n")
+    write(tmp_path / "a-notes.txt", "# not a heading in a .txt\nplain text\n")
+    write(tmp_path / "guide.markdown", "```bash\n# a shell comment\n```\n\n# Guide\n\nStep.\n")
+    write(tmp_path / "no-heading.md", "---\ntitle: From front matter\n---\nBody only.\n")
+    write(tmp_path / "ignored.rst", "not read\n")
+    write(tmp_path / ".git" / "x.md", "# hidden folder: skipped\n")
+    docs = read_documents(tmp_path)
+    assert [d.id for d in docs] == ["a-notes", "billing/refunds", "guide", "no-heading"]
+    by_id = {d.id: d for d in docs}
+    refunds = by_id["billing/refunds"]
+    assert refunds.title == "Refund policy"
+    assert dict(refunds.metadata) == {"status": "current", "updated": "2026-03-01"}
+    assert refunds.text == "# Refund policy\n\n14 days.\n"  # front matter removed
+    assert by_id["a-notes"].title == "a-notes"              # .txt: the stem
+    assert by_id["guide"].title == "Guide"                  # a fenced '# ' is not a heading
+    assert by_id["no-heading"].title == "From front matter"
+
+
+def test_helpcentre_folder_reads_like_the_loader():
+    from ragbook.datasets import data_dir
+
+    docs = read_documents(data_dir() / "helpcentre" / "articles")
+    loaded = {d.id: d for d in load_helpcentre().documents}
+    assert len(docs) == len(loaded)
+    assert all(loaded[d.id].text == d.text for d in docs)  # same text -> same chunk ids
+
+
+def test_split_front_matter_is_optional_and_strict():
+    assert split_front_matter("# Title\n") == ({}, "# Title\n")
+    with pytest.raises(ValueError, match=r"doc\.md: front-matter line 'no colon here'"):
+        split_front_matter("---\nno colon here\n---\nbody\n", "doc.md")
+
+
+def test_crlf_and_bom_are_normalised(tmp_path):
+    write(tmp_path / "w.md", "\ufeff---\r\nstatus: current\r\n---\r\n# Win\r\n\r\ntext\r\n")
+    doc, = read_documents(tmp_path)
+    assert (doc.title, dict(doc.metadata), doc.text) == ("Win", {"status": "current"},
+                                                         "# Win\n\ntext\n")
+
+
+def test_blank_documents_are_skipped_with_one_warning(tmp_path):
+    write(tmp_path / "empty.md", "")
+    write(tmp_path / "only-front.md", "---\nstatus: draft\n---\n\n")
+    write(tmp_path / "real.md", "# Real\n\ntext\n")
+    with pytest.warns(UserWarning, match=r"skipped 2 blank documents .*'empty', 'only-front'"):
+        docs = read_documents(tmp_path)
+    assert [d.id for d in docs] == ["real"]
+
+
+def test_all_blank_is_an_error(tmp_path):
+    write(tmp_path / "empty.md", "  \n")
+    with pytest.raises(ValueError, match="every document .* is blank"):
+        read_documents(tmp_path)
+
+
+def test_non_utf8_file_is_named(tmp_path):
+    write(tmp_path / "ok.md", "fine\n")
+    write(tmp_path / "latin.md", "caf\u00e9\n", encoding="latin-1")
+    with pytest.raises(ValueError, match=r"latin\.md' is not UTF-8 .*iconv"):
+        read_documents(tmp_path)
+
+
+def test_duplicate_ids_name_both_files(tmp_path):
+    write(tmp_path / "faq.md", "a\n")
+    write(tmp_path / "faq.txt", "b\n")
+    with pytest.raises(ValueError, match=r"faq\.md' and .*faq\.txt' both give the document id"):
+        read_documents(tmp_path)
+
+
+def test_missing_path_and_empty_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist; give a folder"):
+        read_documents(tmp_path / "nope")
+    write(tmp_path / "docs" / "x.pdf", "binary-ish")
+    with pytest.raises(ValueError, match=r"holds no \.md, \.markdown, \.txt files"):
+        read_documents(tmp_path / "docs")
+    with pytest.raises(ValueError, match=r"cannot read .*x\.pdf"):
+        read_documents(tmp_path / "docs" / "x.pdf")
+
+
+def jsonl(tmp_path, *rows):
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
+    return write(tmp_path / "docs.jsonl", "\n".join(lines) + "\n")
+
+
+def test_jsonl_documents(tmp_path):
+    path = jsonl(tmp_path, {"id": "a", "text": "alpha", "title": "A", "metadata": {"n": 1}},
+                 "", {"id": "b", "text": "beta", "extra": "ignored"})
+    a, b = read_documents(path)
+    assert (a.id, a.text, a.title, dict(a.metadata)) == ("a", "alpha", "A", {"n": 1})
+    assert (b.id, b.title, dict(b.metadata)) == ("b", "", {})
+
+
+@pytest.mark.parametrize("row, message", [
+    ('{"id": "a", "text": "x"', r"line 2 is not valid JSON"),
+    ('["a", "x"]', r"line 2 is a JSON list, not an object"),
+    ({"text": "x"}, r"line 2 has no 'id' field"),
+    ({"id": "b"}, r"line 2 has no 'text' field"),
+    ({"id": 7, "text": "x"}, r"line 2: field 'id' must be a non-empty str, got 7"),
+    ({"id": "b", "text": ["x"]}, r"line 2: field 'text' must be a non-empty str"),
+    ({"id": "b", "text": "x", "metadata": {"d": {"nested": 1}}},
+     r"line 2: field 'metadata' is invalid"),
+    ({"id": "a", "text": "again"}, r"line 2 repeats the id 'a' of line 1"),
+])
+def test_jsonl_errors_name_line_and_field(tmp_path, row, message):
+    path = jsonl(tmp_path, {"id": "a", "text": "first"}, row)
+    with pytest.raises(ValueError, match=message):
+        read_documents(path)
+
+
+def test_jsonl_blank_texts_warn_and_bad_bytes_name_the_line(tmp_path):
+    path = jsonl(tmp_path, {"id": "a", "text": "x"}, {"id": "b", "text": " "})
+    with pytest.warns(UserWarning, match=r"skipped 1 blank document .*'b'"):
+        assert [d.id for d in read_documents(path)] == ["a"]
+    path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match=r"line 2 is not UTF-8"):
+        read_documents(path)
