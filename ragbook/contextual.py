@@ -18,8 +18,10 @@ Build with ``HybridRetriever(...).build(chunks, contexts=contexts_for(chunks, do
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from . import models
 from .cache import Cache
@@ -87,18 +89,49 @@ class LLMContext:
                 {"role": "user", "content": f"Document: {doc.title}\n"
                  f"{doc.text[:self.max_doc_chars]}\n\nPassage:\n{chunk.text}\n\nContext:"}]
 
+    def _key(self, chunk: Chunk, doc: Document) -> str:
+        return Cache.key(chunk.text, doc.title, doc.text[:self.max_doc_chars],
+                         self.max_new_tokens)
+
     def __call__(self, chunk: Chunk, doc: Document) -> str:
-        if self._cache is None:
-            self._cache = Cache("contextual", self._identity())
-        key = Cache.key(chunk.text, doc.title, doc.text[:self.max_doc_chars],
-                        self.max_new_tokens)
-        return self._cache.get_or_make(key, lambda: self.llm.generate(
+        return self.cache.get_or_make(self._key(chunk, doc), lambda: self.llm.generate(
             self.messages(chunk, doc), max_new_tokens=self.max_new_tokens,
             stop=("\n\n",)).strip())
 
     @property
-    def cache(self) -> Cache | None:
+    def cache(self) -> Cache:
+        if self._cache is None:
+            self._cache = Cache("contextual", self._identity())
         return self._cache
+
+    def save_notes(self, path: str | Path, chunks: Sequence[Chunk],
+                   docs: Sequence[Document]) -> Path:
+        """Write the notes of ``chunks`` (made now if missing) to a JSONL file that can ship
+        with a corpus, stamped with the generator's identity, so others skip generating."""
+        by_id = {d.id: d for d in docs}
+        lines = [json.dumps({"identity": self._identity(), "key": self._key(c, by_id[c.doc_id]),
+                             "chunk": c.id, "note": self(c, by_id[c.doc_id])},
+                            ensure_ascii=False) for c in chunks]
+        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return Path(path)
+
+    def load_notes(self, path: str | Path) -> int:
+        """Seed the note cache from a file written by ``save_notes``; only notes made by this
+        same generator (name, weights, prompt) are taken. Returns how many were taken."""
+        taken = 0
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                identity, key, note = row["identity"], row["key"], row["note"]
+            except (ValueError, KeyError) as err:
+                raise ValueError(f"{str(path)!r} line {n} is not a saved note ({err}); write "
+                                 f"the file with LLMContext.save_notes") from None
+            if identity == self._identity():
+                self.cache.put(key, note)
+                taken += 1
+        return taken
 
 
 def contexts_for(chunks: Sequence[Chunk], docs: Sequence[Document],

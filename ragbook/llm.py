@@ -63,8 +63,9 @@ class LocalLLM:
     """A chat model run in-process with transformers, greedy (temperature 0).
 
     Greedy decoding is deterministic, so replies (and ``score`` results) are cached on disk
-    (``Cache("generations")``, namespaced by model name and weights; keyed by messages, token budget and
-    stop strings): a re-run notebook answers instantly. ``cache=False`` always runs the model.
+    (``Cache("generations")``, namespaced by model name and weights; keyed by messages,
+    token budget and stop strings): a re-run notebook answers instantly. ``cache=False``
+    always runs the model.
     """
 
     def __init__(self, profile: str | None = None, max_new_tokens: int = 256, cache: bool = True):

@@ -126,6 +126,12 @@ def test_llm_notes_are_cached(tmp_path, monkeypatch):
     again = contexts_for(chunks, DOCS[:2], LLMContext(llm))
     assert first == again == ["This passage is about refunds."] * len(chunks)
     assert llm.calls == len(chunks)
+    LLMContext(llm).save_notes(tmp_path / "notes.jsonl", chunks, DOCS[:2])
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path / "elsewhere"))
+    fresh = Notes()
+    ctx = LLMContext(fresh)
+    assert ctx.load_notes(tmp_path / "notes.jsonl") == len(chunks)
+    assert contexts_for(chunks, DOCS[:2], ctx) == first and fresh.calls == 0
 
 
 # -- caches ---------------------------------------------------------------------------------
