@@ -18,6 +18,15 @@ import time
 import warnings
 from pathlib import Path
 
+from .bm25 import BM25Index
+from .chunking import chunk_documents
+from .dense import DenseIndex
+from .embeddings import Encoder
+from .evaluate import compare_runs, format_table, run_from_hits
+from .fusion import HybridRetriever
+from .ingest import read_documents
+from .pipeline import Pipeline
+
 __all__ = ["main", "build_parser", "read_questions"]
 
 PROG = "ragbook"
@@ -178,13 +187,6 @@ def _check_out(out: Path) -> None:
 
 
 def _index(args) -> int:
-    from .bm25 import BM25Index
-    from .chunking import chunk_documents
-    from .dense import DenseIndex
-    from .embeddings import Encoder
-    from .fusion import HybridRetriever
-    from .ingest import read_documents
-
     if args.overlap >= args.size:
         raise UsageError(f"--overlap {args.overlap} must be smaller than --size {args.size}; "
                          f"see 'ragbook index --help'")
@@ -208,8 +210,6 @@ def _index(args) -> int:
 
 # -- ask -------------------------------------------------------------------------------------
 def _load(path: str):
-    from .fusion import HybridRetriever
-
     path = Path(path)
     if not (path / "manifest.json").is_file():
         what = "does not exist" if not path.exists() else "is not a ragbook index"
@@ -226,8 +226,6 @@ def _passage(n: int, p: dict) -> str:
 
 
 def _ask(args) -> int:
-    from .pipeline import Pipeline
-
     if not args.question.strip():
         raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
                          "\"how long is the refund window?\"")
@@ -300,8 +298,6 @@ def read_questions(path: str | Path) -> list[tuple[str, str, tuple[str, ...]]]:
 
 
 def _eval(args) -> int:
-    from .evaluate import compare_runs, format_table, run_from_hits
-
     questions = read_questions(args.questions)
     labelled = [(q, text, gold) for q, text, gold in questions if gold]
     if not labelled:
