@@ -572,3 +572,326 @@ def _():
     for texts, sources in ((["Refunds take 5 days."], ["billing-faq"]),
                            (["A.", "B.", "C."], ["s1", "s2", "s3"])):
         yield Case((texts, sources), _readers.number_passages(texts, sources))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 9: the whole pipeline
+from types import SimpleNamespace as _NS  # noqa: E402
+
+from . import pipeline as _pipeline  # noqa: E402
+
+
+class _SpanReader:
+    """An extractive reader as ``Pipeline.decide`` sees it: only its ``min_score`` matters
+    once every candidate's best span is known."""
+
+    def __init__(self, min_score=None):
+        self.min_score = min_score
+
+    def spans(self, question, context, source=""):  # never called by decide
+        raise NotImplementedError
+
+
+def _prepared(confidence, docs, span_scores):
+    """A ``Prepared`` question: one candidate per doc id, the best span of each scored as
+    given (sentences without figures, so no conflict can be found)."""
+    hits = tuple(_Hit(f"{d}:0-40", 0.0 if confidence is None else confidence, r, doc_id=d,
+                      text="Admins can change this in the settings.")
+                 for r, d in enumerate(docs, 1))
+    spans = tuple(_readers.Span("Admins can change this in the settings.", 0, 39, s, h.id)
+                  for h, s in zip(hits, span_scores, strict=True))
+    return _pipeline.Prepared("q", "q", hits, confidence, spans, ())
+
+
+@exercise("escalation_reason",
+          "check in the pipeline's order: nothing retrieved -> no_candidates; a min_score is set "
+          "and the confidence is below it -> low_confidence; a reader floor is set and "
+          "the best span scores below it -> reader_abstained; otherwise None (a score equal to "
+          "its threshold passes)")
+def _():
+    for n, conf, best, th, floor in ((0, None, 0.0, 0.5, None), (0, 0.9, 0.9, None, None),
+                                     (3, 0.42, 0.7, 0.45, None), (3, 0.45, 0.7, 0.45, None),
+                                     (5, 0.61, 0.30, 0.45, 0.35), (5, 0.61, 0.35, 0.45, 0.35),
+                                     (2, 0.30, 0.10, None, None), (2, 0.30, 0.10, None, 0.2),
+                                     (4, 0.2, 0.1, 0.5, 0.5)):
+        spans = [best] + [best / 2] * (n - 1) if n else []
+        p = _pipeline.Pipeline(None, reader=_SpanReader(floor), min_score=th)
+        reason = p.decide(_prepared(conf, [f"doc-{i}" for i in range(n)], spans)).reason
+        yield Case((n, conf, best, th, floor), reason)
+
+
+_TRACE = [{"name": "condense", "seconds": 0.0, "ids": [], "scores": [], "detail": {}},
+          {"name": "dense", "seconds": 0.01, "ids": ["a:0-9", "g:0-9", "b:0-9"],
+           "scores": [0.71, 0.69, 0.52], "detail": {}},
+          {"name": "bm25", "seconds": 0.002, "ids": ["c:0-9", "a:0-9"], "scores": [9.1, 7.7],
+           "detail": {}},
+          {"name": "fuse", "seconds": 0.0003, "ids": ["a:0-9", "c:0-9", "g:0-9", "b:0-9"],
+           "scores": [0.032, 0.016, 0.016, 0.016], "detail": {}},
+          {"name": "read", "seconds": 0.2, "ids": ["a:0-9", "c:0-9"], "scores": [0.8, 0.5],
+           "detail": {}},
+          {"name": "decide", "seconds": 0.0, "ids": ["a:0-9"], "scores": [0.8], "detail": {}}]
+
+
+@exercise("gold_ranks",
+          "skip the condense stage; for every other stage find the position (from 1) of the "
+          "first of its ids that is a gold id, or None when it passed on no gold id")
+def _():
+    for gold in ({"g:0-9"}, {"a:0-9"}, {"c:0-9", "g:0-9"}, {"z:0-9"}, set()):
+        yield Case((_TRACE, gold), _pipeline.gold_ranks(_TRACE, gold))
+    escalated = _TRACE[:5] + [{"name": "decide", "seconds": 0.0, "ids": [], "scores": [],
+                               "detail": {"escalated": "low_confidence"}}]
+    yield Case((escalated, {"a:0-9"}), _pipeline.gold_ranks(escalated, {"a:0-9"}))
+
+
+@exercise("best_threshold",
+          "try no threshold first, then every distinct confidence from the lowest up; a "
+          "threshold answers the questions whose confidence is at least it; keep the first "
+          "that maximises right - wrong_cost * wrong")
+def _():
+    sets = (([0.9, 0.8, 0.7, 0.6, 0.5], [True, True, False, True, False], 2.0),
+            ([0.9, 0.8, 0.7], [True, True, True], 2.0),
+            ([0.9, 0.8, 0.7], [False, False, False], 2.0),
+            ([0.4, 0.6, 0.6, 0.5, 0.8, 0.3], [False, True, False, True, True, False], 1.0),
+            ([0.4, 0.6, 0.6, 0.5, 0.8, 0.3], [False, True, False, True, True, False], 3.0),
+            ([0.55, 0.75], [False, True], 0.5))
+    for confidences, right, cost in sets:
+        prepared = [_prepared(c, ["gold" if ok else "other"], [0.9])
+                    for c, ok in zip(confidences, right, strict=True)]
+        questions = [_NS(gold=("gold",)) for _ in confidences]
+        expected = _pipeline.Pipeline(None, reader=_SpanReader()).calibrate(
+            prepared, questions, wrong_cost=cost)
+        yield Case((confidences, right, cost), expected)
+
+
+_CSV_PRO = [{"role": "user", "content": "can I export our tickets to csv on pro?"},
+            {"role": "assistant", "content": "Yes. On Pro, CSV export has unlimited rows."}]
+
+
+@exercise("condense_follow_up",
+          "no earlier user turn, or not a follow-up -> the question unchanged; otherwise the last "
+          "user turn (every plan in it swapped for the first plan the new message names, lower "
+          "case), a space, then the new message; mind word boundaries ('it' is not in 'limit')")
+def _():
+    cases = [("and on the free plan?", _CSV_PRO), ("and on the free plan?", None),
+             ("and on the free plan?", []),
+             ("How do I reset the password of an agent who left the company last week?", _CSV_PRO),
+             ("what about Enterprise, is there anything extra we should know before we sign?",
+              _CSV_PRO),
+             ("we looked at the export limits page but could not find where it is configured",
+              _CSV_PRO),
+             ("Is there a limit on the number of rows in a single export on the Starter plan?",
+              _CSV_PRO),
+             ("and starter?", [{"role": "user", "content": "Pro or Team: which plan has SSO on "
+                                                           "the pro tier?"}]),
+             ("does that apply to attachments too?",
+              [{"role": "user", "content": "how long do you keep tickets"},
+               {"role": "assistant", "content": "90 days on Free."},
+               {"role": "user", "content": "   "}]),
+             ("Okay, can admins do it?", [{"role": "assistant", "content": "Hello!"}])]
+    for question, history in cases:
+        yield Case((question, history), _pipeline.RuleCondenser().condense(question, history))
+
+
+@exercise("extract_quantities",
+          "a number (digits, maybe with , or . inside) then, after optional spaces and one "
+          "optional hyphen, a unit from the table not followed by another letter; drop the "
+          "commas, normalise the unit; return a set of (value, unit)")
+def _():
+    for text in ("Free keeps 90 days of history; exports hold 10,000 rows.",
+                 "Enterprise annual contracts carry a 14-day refund window.",
+                 "Uptime is 99.9% and we answer within 4 hours, or 240 Minutes.",
+                 "Version 3.11 added nothing measured in days.",
+                 "Pro allows 1,200 requests per minute and 50 GB of attachments.",
+                 "A 30 - day trial, 2 agents, 1 year, 7 dayshift workers.",
+                 "No figures here at all."):
+        yield Case((text,), _pipeline.quantities(text))
+
+
+_RETENTION = [("On the Free plan, 90 days of ticket history are kept.", 0.81),
+              ("On the Free plan, tickets older than 30 days are deleted.", 0.80),
+              ("On the Free plan, ticket history lasts 90 days.", 0.79),
+              ("We email the owner 3 days before the trial ends.", 0.80),
+              ("On the Free plan, tickets older than 30 days are deleted.", 0.70),
+              ("Free plan tickets are kept for a while.", 0.80),
+              ("Starter keeps 1 year of ticket history.", 0.84)]
+
+
+@exercise("first_conflict",
+          "an answer without figures has no conflict; go through the others in order, skip one "
+          "scoring more than `margin` below the answer or sharing fewer than `min_shared` topic "
+          "words with it; the first that states a figure in one of the answer's units, and none "
+          "of the answer's (value, unit) pairs in those units, is the conflict")
+def _():
+    span = lambda t: _readers.Span(t[0], 0, len(t[0]), t[1])  # noqa: E731
+    r = _RETENTION
+    for answer, others, margin in ((r[0], [r[1]], 0.05), (r[0], [r[2], r[3], r[4]], 0.05),
+                                   (r[0], [r[4]], 0.2), (r[0], [r[5], r[1]], 0.05),
+                                   (r[5], [r[1]], 0.05), (r[6], [r[0], r[1]], 0.05),
+                                   (r[3], [r[1]], 0.05)):
+        found = _pipeline.find_conflict(span(answer), [span(o) for o in others], margin)
+        yield Case((answer, others, margin), None if found is None else found.text)
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 11: beyond one machine (Milvus)
+from .backends import compare as _compare  # noqa: E402
+from .backends import expressions as _expressions  # noqa: E402
+from .backends import sizing as _sizing  # noqa: E402
+
+
+@exercise("milvus_term",
+          "metadata[<quoted key>] <operator> <literal>: strings in double quotes with \\ and \" "
+          "(and newline, return, tab) escaped, bools as true/false; $ne also lets a missing key "
+          "through (is null or ...); $in is == terms joined by or, in parentheses when there are "
+          "several")
+def _():
+    for key, op, value in (("status", "$eq", "current"), ("seats", "$gte", 10),
+                           ("price", "$lt", 9.5), ("archived", "$eq", False),
+                           ("status", "$ne", "superseded"), ("plan", "$in", ["pro"]),
+                           ("plan", "$in", ["pro", "team", "enterprise"]),
+                           ("title", "$eq", 'the "new" policy'), ("path", "$eq", "C:\\data"),
+                           ("note", "$eq", "two\nlines"), ('odd "key"', "$gt", 1)):
+        yield Case((key, op, value), _expressions.milvus_filter({key: {op: value}}))
+
+
+@exercise("bytes_per_vector",
+          "dim numbers of 4 (float32), 2 (float16) or 1 (int8) bytes; binary is one bit per "
+          "number; product quantisation keeps one byte per sub-vector: pq_m bytes")
+def _():
+    for dim, encoding, pq_m in ((384, "float32", None), (1536, "float32", None),
+                                (768, "float16", None), (384, "int8", None),
+                                (1024, "binary", None), (384, "pq", 48), (768, "pq", 96)):
+        yield Case((dim, encoding, pq_m), _sizing.bytes_per_vector(dim, encoding, pq_m))
+
+
+@exercise("hnsw_graph_bytes",
+          "4 bytes per link: 2*M links on the bottom layer, plus M links on each upper layer, "
+          "which add up to M / (M - 1) links on average")
+def _():
+    for m in (16, 32, 8, 48, 2):
+        yield Case((m,), _sizing.hnsw_graph_bytes(m))
+
+
+@exercise("shards_needed",
+          "each machine may use only fill * node_bytes; divide and round up (math.ceil), and "
+          "never answer fewer than 1")
+def _():
+    gib = 2**30
+    for total, node, fill in ((16.7e9, 64 * gib, 0.7), (167e9, 64 * gib, 0.7),
+                              (167e9, 256 * gib, 0.8), (0, 64 * gib, 0.7),
+                              (100, 100, 1.0), (101, 100, 1.0), (5.2e9, 16 * gib, 0.5)):
+        yield Case((total, node, fill), _sizing.shards_needed(total, node, fill))
+
+
+@exercise("overlap_at_k",
+          "compare the sets of the first k ids of each list and divide the shared count by k "
+          "(by the longer list's length when both have fewer than k); two empty lists agree: 1.0")
+def _():
+    for a, b, k in ((["a", "b", "c"], ["c", "a", "d"], 3), (["a", "b", "c"], ["c", "b", "a"], 3),
+                    (["a", "b", "c", "d"], ["a", "x", "y", "z"], 2),
+                    (["a", "b"], ["a", "b"], 10), (["a", "b", "c"], ["a"], 10), ([], [], 5),
+                    (list("abcdefghij"), list("abcdefghxy"), 10)):
+        yield Case((a, b, k), _compare.overlap_at_k(a, b, k))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 10: making it better
+from . import contextual as _contextual  # noqa: E402
+from . import expansion as _expansion  # noqa: E402
+from . import retrieval as _retrieval  # noqa: E402
+from .types import Chunk as _Chunk  # noqa: E402
+from .types import Document as _Document  # noqa: E402
+
+
+class _Replay:
+    """A retriever that returns stored hits in order: the grader's stand-in for an index."""
+
+    corpus_fingerprint = "replay"
+
+    def __init__(self, hits):
+        self.hits = list(hits)
+
+    def search(self, query, k=10, where=None):
+        return self.hits[:k]
+
+    def __len__(self):
+        return len(self.hits)
+
+
+@exercise("parents_for_children",
+          "walk the children best first; the parent of a child is the one of the same document "
+          "with start <= child start < end; keep each parent the first time you meet it, stop at k")
+def _():
+    parents = [("a#0", "a", 0, 900), ("a#1", "a", 900, 1700), ("b#0", "b", 0, 400),
+               ("c#0", "c", 0, 1000), ("c#1", "c", 1000, 1800)]
+    chunks = [_Chunk(pid, doc, "x" * (e - s), s, e) for pid, doc, s, e in parents]
+    for children, k in (([("a", 10), ("a", 950), ("b", 0)], 3),
+                        ([("a", 10), ("a", 300), ("c", 1200), ("a", 899), ("b", 40)], 3),
+                        ([("c", 1500), ("c", 1000), ("c", 999), ("a", 900)], 2),
+                        ([("b", 399)], 5),
+                        ([("a", 5), ("a", 6), ("a", 7)], 1)):
+        hits = [_Hit(f"{d}:{s}", 1.0 - n / 100, n + 1, d, "x", {}, s, s + 1)
+                for n, (d, s) in enumerate(children)]
+        pdr = _expansion.ParentDocumentRetriever(_Replay(hits), chunks, fetch=len(hits))
+        yield Case((children, parents, k), [h.id for h in pdr.search("q", k=k)])
+
+
+_SENTENCES = ("Refunds are issued to the original card. Annual plans get 14 days. Monthly plans "
+              "get 30 days. Seats added later follow the plan. Ask billing for anything else.")
+
+
+@exercise("sentence_window",
+          "the window runs from sentence i - n to sentence i + n, both included, clipped to the "
+          "first and last sentence; return (start of its first sentence, end of its last)")
+def _():
+    spans = _expansion.sentence_spans(_SENTENCES)
+    doc = _Document("d", _SENTENCES)
+    for i, n in ((2, 1), (0, 1), (4, 2), (2, 0), (1, 10), (3, 1)):
+        hit = _Hit("d:s", 1.0, 1, "d", _SENTENCES[slice(*spans[i])], {}, *spans[i])
+        swr = _expansion.SentenceWindowRetriever(_Replay([hit]), [doc], window=n)
+        yield Case((spans, i, n), swr.widen(hit))
+
+
+_MARKDOWN = ("# Plans\n\nIntro.\n\n## Pro\n\nPro has SSO.\n\n### Limits\n\nTen seats.\n\n"
+             "## Team\n\nTeam has more.\n\n# Billing\n\nInvoices monthly.")
+
+
+@exercise("section_path",
+          "go through the headings that start at or before the offset; a heading of level L "
+          "replaces every open heading of level >= L; return the open headings' titles")
+def _():
+    doc = _Document("d", _MARKDOWN)
+    for where in ("Intro.", "Pro has", "Ten seats", "Team has", "Invoices", "## Pro"):
+        offset = _MARKDOWN.index(where)
+        yield Case((_MARKDOWN, offset), _contextual.section_path(doc, offset))
+    yield Case(("Plain text, no headings.", 5),
+               _contextual.section_path(_Document("p", "Plain text, no headings."), 5))
+
+
+@exercise("fit_budget",
+          "take each hit whole while it fits in what is left of the budget; the first that does "
+          "not fit gets only what is left (if anything is); nothing after it")
+def _():
+    for lengths, budget in (([200, 200, 200], 512), ([256, 256], 512), ([1000, 50], 256),
+                            ([100, 300, 50], 350), ([40, 60], 1024), ([300, 10], 300)):
+        hits = [_Hit(f"h{n}", 1.0, n + 1, "d", " ".join(["w"] * size))
+                for n, size in enumerate(lengths)]
+        handed = _expansion.fit_budget(hits, budget, length="words")
+        yield Case((lengths, budget), [len(h.text.split()) for h in handed])
+
+
+@exercise("where_matches",
+          "every key must hold: a bare value means equal, a list means one of, a dict maps "
+          "operators ($eq $ne $in $nin $gt $gte $lt $lte) to values; a missing key fails all but "
+          "$ne and $nin")
+def _():
+    current = {"status": "current", "updated": "2025-06-11", "department": "billing"}
+    retired = {"status": "superseded", "updated": "2024-02-10", "department": "billing",
+               "superseded_by": "billing-refund-policy"}
+    for meta in (current, retired):
+        for where in ({"status": "current"}, {"status": {"$ne": "superseded"}},
+                      {"department": ["billing", "account"], "status": "current"},
+                      {"updated": {"$gte": "2025-01-01", "$lt": "2026-01-01"}},
+                      {"superseded_by": {"$nin": ["api-rate-limits"]}},
+                      {"access": "public"}):
+            yield Case((meta, where), _retrieval.matches(meta, where))

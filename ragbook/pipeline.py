@@ -41,12 +41,12 @@ from .bm25 import Tokenizer
 from .cache import Cache, identity
 from .fusion import HybridRetriever, reciprocal_rank_fusion
 from .llm import get_llm
-from .readers import Span, default_extractive_reader
+from .readers import Span, default_extractive_reader, instruction_like
 from .retrieval import check_k, check_query, check_threshold, validate_where
 from .types import Answer, Hit
 
 __all__ = ["Pipeline", "Result", "Stage", "Prepared", "RuleCondenser", "LLMCondenser",
-           "read_traces", "quantities", "find_conflict", "outcome", "ESCALATIONS",
+           "read_traces", "quantities", "topic_words", "find_conflict", "outcome", "ESCALATIONS",
            "CachedPipeline"]
 
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
@@ -257,7 +257,13 @@ def quantities(text: str) -> set[tuple[str, str]]:
     return {(v.replace(",", ""), _UNITS[u.lower()]) for v, u in _QUANTITY.findall(text)}
 
 
-def _topic(text: str) -> set[str]:
+def topic_words(text: str) -> set[str]:
+    """A sentence's content words without figures or units: what ``find_conflict`` compares
+    to decide whether two sentences talk about the same thing.
+
+    >>> sorted(topic_words("On the Free plan, 90 days of history are kept."))
+    ['free', 'history', 'kept', 'plan']
+    """
     return {t for t in _WORDS(text) if not t[0].isdigit() and t not in _UNITS}
 
 
@@ -277,9 +283,9 @@ def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
     mine = quantities(answer.text)
     if not mine:
         return None
-    units, topic = {u for _, u in mine}, _topic(answer.text)
+    units, topic = {u for _, u in mine}, topic_words(answer.text)
     for other in others:
-        if other.score < answer.score - margin or len(topic & _topic(other.text)) < min_shared:
+        if other.score < answer.score - margin or len(topic & topic_words(other.text)) < min_shared:
             continue
         theirs = {q for q in quantities(other.text) if q[1] in units}
         if theirs and not theirs & mine:
@@ -312,8 +318,10 @@ class Pipeline:
     threshold on the best score — the reranker's when there is one, else the dense channel's
     cosine (None: off; calibrate it with ``calibrate``), ``rerank_threshold`` the reranker's
     floor, ``exclude_superseded`` adds ``status != superseded`` to every filter,
-    ``detect_conflicts`` escalates when sources disagree, ``trace_path`` appends one JSON
-    line per question. ``reader`` defaults to ``default_extractive_reader()``; ``condenser``
+    ``detect_conflicts`` escalates when sources disagree, ``skip_instructions`` never lets
+    an instruction-like sentence (``readers.instruction_like``: text aimed at a model,
+    planted in a document) be an extractive answer, ``trace_path`` appends one JSON line per
+    question. ``reader`` defaults to ``default_extractive_reader()``; ``condenser``
     to ``RuleCondenser()``.
     """
 
@@ -321,7 +329,8 @@ class Pipeline:
                  depth: int = 100, rrf_k: float = 60, candidates: int = 50, keep: int = 5,
                  min_score: float | None = None, rerank_threshold: float | None = None,
                  exclude_superseded: bool = True, detect_conflicts: bool = True,
-                 conflict_margin: float = 0.05, trace_path: str | os.PathLike | None = None):
+                 conflict_margin: float = 0.05, skip_instructions: bool = True,
+                 trace_path: str | os.PathLike | None = None):
         self.retriever, self.reranker = retriever, reranker
         self.reader = reader if reader is not None else default_extractive_reader()
         self.condenser = condenser if condenser is not None else RuleCondenser()
@@ -331,7 +340,7 @@ class Pipeline:
         self.rerank_threshold = check_threshold(rerank_threshold, "rerank_threshold")
         self.exclude_superseded, self.detect_conflicts = exclude_superseded, detect_conflicts
         self.conflict_margin = check_threshold(conflict_margin, "conflict_margin")
-        self.trace_path = trace_path
+        self.skip_instructions, self.trace_path = skip_instructions, trace_path
 
     # -- stage 1-4: everything before the thresholds ---------------------------------------
     def _where(self, where):
@@ -380,8 +389,9 @@ class Pipeline:
         spans: tuple[Span | None, ...] = ()
         if hasattr(self.reader, "spans") and pool:
             t = time.perf_counter()
-            spans = tuple(max(self.reader.spans(condensed, h.text, h.id), key=lambda s: s.score,
-                              default=None) for h in pool)
+            spans = tuple(max((s for s in self.reader.spans(condensed, h.text, h.id)
+                               if not (self.skip_instructions and instruction_like(s.text))),
+                              key=lambda s: s.score, default=None) for h in pool)
             read = [(h.id, s.score) for h, s in zip(pool, spans, strict=True) if s is not None]
             trace.append(Stage("read", time.perf_counter() - t, tuple(i for i, _ in read),
                                tuple(x for _, x in read)))
@@ -416,8 +426,9 @@ class Pipeline:
             return escalate("rerank_threshold", f"no candidate scored {floor} or more under "
                                                 f"the reranker")
         if min_score is not None and (prep.confidence is None or prep.confidence < min_score):
-            return escalate("low_confidence", f"the best score {prep.confidence:.3f} is under "
-                                              f"the threshold {min_score}")
+            best = "no score" if prep.confidence is None else f"{prep.confidence:.3f}"
+            return escalate("low_confidence", f"the best score ({best}) is under the "
+                                              f"threshold {min_score}")
         hits = [h for h, _ in kept]
         if prep.spans:
             span = max((s for _, s in kept if s is not None), key=lambda s: s.score,
@@ -549,3 +560,25 @@ class CachedPipeline:
         result = self.pipeline.ask(question, history, where)
         self.cache.put(key, result.to_dict())
         return result
+
+
+def gold_ranks(trace: Sequence, gold) -> dict[str, int | None]:
+    """Where the answer got lost: for each stage of a trace that passes items on (all but
+    ``condense``), the rank (from 1) of the first ``gold`` item id among the ids it recorded,
+    else None. Retrieval stages record their top 10, ``read`` the candidates the reader was
+    handed, ``decide`` the answer's sources (none when it escalated). ``trace``: ``Stage``
+    objects or their dicts (``Result.to_dict()["trace"]``, one line of a trace file).
+
+    >>> gold_ranks([Stage("dense", 0.1, ("a:0-9", "b:0-9")), Stage("read", 0.2, ("b:0-9",))],
+    ...            {"a:0-9"})
+    {'dense': 1, 'read': None}
+    """
+    gold, ranks = set(gold), {}
+    for s in trace:
+        name, ids = (s["name"], s["ids"]) if isinstance(s, Mapping) else (s.name, s.ids)
+        if name != "condense":
+            ranks[name] = next((r for r, i in enumerate(ids, 1) if i in gold), None)
+    return ranks
+
+
+__all__ += ["gold_ranks"]

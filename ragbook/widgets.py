@@ -7,6 +7,8 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``topk_explorer(topk)``    -> ``TopK.stats(k)`` / ``TopK.retrieved(qid, k)`` (chapter 3)
 * ``fusion_explorer(grid)``  -> ``FusionGrid.stats(rrf_k, depth)``    (chapter 5)
 * ``rerank_explorer(budget)``-> ``RerankBudget.stats(candidates)``   (chapter 6)
+* ``threshold_explorer(exp)``-> ``threshold_counts`` / ``threshold_curve`` (chapter 9)
+* ``window_explorer(sweep)`` -> ``WindowSweep.stats(window)``        (chapter 10)
 
 ipywidgets and matplotlib are imported only when a widget is built.
 """
@@ -20,12 +22,14 @@ import numpy as np
 
 from . import chunking, cost, evaluate, similarity
 from .fusion import reciprocal_rank_fusion
-from .retrieval import check_k
+from .retrieval import check_k, check_threshold
 from .types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
            "similarity_rankings", "similarity_playground", "TopK", "topk_explorer",
-           "FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
+           "FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer",
+           "threshold_counts", "threshold_curve", "ThresholdExplorer", "threshold_explorer",
+           "WindowSweep", "window_explorer"]
 
 
 # -- chapter 0: cost -----------------------------------------------------------------------
@@ -361,6 +365,204 @@ def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
         with out:
             print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   "
                   f"MRR@10 = {s['mrr@10']:.3f}")
+
+    W.interactive_output(show, {"n": n})
+    show(n.value)
+    return W.VBox([n, out])
+
+
+# -- chapter 9: thresholds -----------------------------------------------------------------
+
+def _with_reader_floor(pipeline, reader_min_score):
+    """``pipeline`` itself, or a shallow copy whose reader (also copied) has ``min_score``
+    set: the original pipeline and reader are never changed."""
+    import copy
+
+    if isinstance(reader_min_score, str) and reader_min_score == "pipeline":
+        return pipeline
+    if not hasattr(pipeline.reader, "min_score"):
+        raise ValueError(f"{type(pipeline.reader).__name__} has no min_score to set; leave "
+                         f"reader_min_score='pipeline'")
+    p = copy.copy(pipeline)
+    p.reader = copy.copy(pipeline.reader)
+    p.reader.min_score = check_threshold(reader_min_score, "reader_min_score")
+    return p
+
+
+def threshold_counts(pipeline, prepared: Sequence, questions: Sequence, min_score=None,
+                     reader_min_score="pipeline", rerank_threshold="pipeline") -> dict:
+    """Right / wrong / escalated counts of ``pipeline.decide`` over cached ``prepare``
+    outputs (one per labelled question, ``gold`` = the documents that answer it) at one
+    setting of the thresholds: exactly what ``Pipeline.ask`` would do, without retrieving
+    again. ``"pipeline"`` keeps the pipeline's (or its reader's) own setting; None is off."""
+    from .pipeline import outcome
+
+    if len(prepared) != len(questions):
+        raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
+                         f"{len(questions)}")
+    p = _with_reader_floor(pipeline, reader_min_score)
+    counts = {"right": 0, "wrong": 0, "escalated": 0}
+    for prep, q in zip(prepared, questions, strict=True):
+        counts[outcome(p.decide(prep, min_score=min_score, rerank_threshold=rerank_threshold),
+                       q.gold)] += 1
+    return {"min_score": min_score, "n": len(questions), **counts}
+
+
+def threshold_curve(pipeline, prepared: Sequence, questions: Sequence, thresholds: Sequence,
+                    reader_min_score="pipeline", rerank_threshold="pipeline") -> list[dict]:
+    """``threshold_counts`` for each ``min_score`` in ``thresholds``: the rows of a
+    right/wrong/escalated trade-off curve (rates are counts / ``n``).
+
+    >>> threshold_curve(p, prepared, dev, [None, 0.4, 0.6])   # doctest: +SKIP
+    [{'min_score': None, 'n': 73, 'right': 41, 'wrong': 31, 'escalated': 1}, ...]
+    """
+    return [threshold_counts(pipeline, prepared, questions, th, reader_min_score,
+                             rerank_threshold) for th in thresholds]
+
+
+@dataclass
+class ThresholdExplorer:
+    """The chapter 9 threshold dashboard's data: ``pipeline`` + one cached ``Prepared`` per
+    labelled question. ``thresholds`` is the min_score grid of the curve (default: 41 steps
+    over the observed confidences)."""
+
+    pipeline: object
+    prepared: Sequence
+    questions: Sequence
+    thresholds: Sequence | None = None
+
+    def __post_init__(self) -> None:
+        if self.thresholds is None:
+            seen = [p.confidence for p in self.prepared if p.confidence is not None]
+            lo, hi = (min(seen), max(seen)) if seen else (0.0, 1.0)
+            self.thresholds = [float(x) for x in np.linspace(lo, hi, 41)]
+        self._curves: dict = {}
+
+    def stats(self, min_score=None, reader_min_score="pipeline",
+              rerank_threshold="pipeline") -> dict:
+        return threshold_counts(self.pipeline, self.prepared, self.questions, min_score,
+                                reader_min_score, rerank_threshold)
+
+    def curve(self, reader_min_score="pipeline", rerank_threshold="pipeline") -> list[dict]:
+        key = (reader_min_score, rerank_threshold)
+        if key not in self._curves:
+            self._curves[key] = threshold_curve(self.pipeline, self.prepared, self.questions,
+                                                self.thresholds, reader_min_score,
+                                                rerank_threshold)
+        return self._curves[key]
+
+    def plot(self, min_score=None, reader_min_score="pipeline", rerank_threshold="pipeline",
+             ax=None):
+        """Right and wrong rate (and escalated) against min_score, ``min_score`` marked."""
+        import matplotlib.pyplot as plt
+
+        rows = self.curve(reader_min_score, rerank_threshold)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 3.2))
+        x = [r["min_score"] for r in rows]
+        for key, style in (("right", "C2-"), ("wrong", "C3-"), ("escalated", "C7--")):
+            ax.plot(x, [r[key] / r["n"] for r in rows], style, label=key)
+        if min_score is not None:
+            ax.axvline(min_score, color="black", lw=1)
+        ax.set_xlabel("min_score (best dense cosine)"), ax.set_ylabel("share of questions")
+        ax.set_ylim(0, 1), ax.grid(alpha=0.3), ax.legend(fontsize=8)
+        return ax
+
+
+def threshold_explorer(explorer: ThresholdExplorer):
+    """Sliders for ``min_score``, the reader's ``min_score`` (extractive readers) and — only
+    when the pipeline has a reranker — ``rerank_threshold``; shows the counts and the curve.
+    The sliders start at the pipeline's settings."""
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+
+    # a slider cannot hold None: "off" is its first position, turned into None in show();
+    # each slider starts at the pipeline's own setting
+    now = explorer.pipeline.min_score
+    grid = sorted(set(explorer.thresholds) | ({now} if now is not None else set()))
+    controls = {"min_score": W.SelectionSlider(options=[("off", "off")] + [(f"{t:.3f}", t)
+                                                                          for t in grid],
+                                               value="off" if now is None else now,
+                                               description="min_score")}
+    if hasattr(explorer.pipeline.reader, "min_score"):
+        now = explorer.pipeline.reader.min_score
+        floors = sorted({round(float(t), 2) for t in np.arange(0.3, 0.81, 0.05)}
+                        | ({now} if now is not None else set()))
+        controls["reader_min_score"] = W.SelectionSlider(
+            options=[("off", "off")] + [(f"{t:.3g}", t) for t in floors],
+            value="off" if now is None else now, description="reader min")
+    if explorer.pipeline.reranker is not None:
+        controls["rerank_threshold"] = W.FloatSlider(value=0.0, min=-1.0, max=1.0, step=0.05,
+                                                     description="rerank ≥")
+    out = W.Output()
+
+    def show(**values):
+        values = {k: None if v == "off" else v for k, v in values.items()}
+        s = explorer.stats(**values)
+        out.clear_output(wait=True)
+        with out:
+            print(f"right {s['right']} / wrong {s['wrong']} / escalated {s['escalated']} "
+                  f"of {s['n']} questions")
+            fig, ax = plt.subplots(figsize=(7, 3.2))
+            explorer.plot(values["min_score"], values.get("reader_min_score", "pipeline"),
+                          values.get("rerank_threshold", "pipeline"), ax=ax)
+            plt.show()
+            plt.close(fig)
+
+    W.interactive_output(show, controls)
+    show(**{k: c.value for k, c in controls.items()})
+    return W.VBox([W.HBox(list(controls.values())), out])
+
+
+# -- chapter 10: the sentence window -------------------------------------------------------
+
+@dataclass
+class WindowSweep:
+    """Sentence-window retrieval at any window size. ``retriever`` searches single sentences
+    (e.g. a ``DenseIndex`` over ``expansion.sentence_chunks``; wrap it in
+    ``cache.CachedRetriever`` and moving the window costs look-ups only), ``documents`` are
+    the texts the windows are cut from, ``questions`` (id, text) pairs, ``qrels`` their gold
+    documents and ``answers`` ``{id: [{"doc", "text"}, ...]}`` their gold answer spans."""
+
+    retriever: object
+    documents: Sequence[Document]
+    questions: Sequence
+    qrels: dict
+    answers: dict
+    k: int = 5
+
+    def stats(self, window: int) -> dict:
+        """Top-``k`` windows of ``window`` sentences each side: document recall@k, the share
+        of questions whose answer span lies whole in the windows, and tokens handed per
+        question (the encoder's tokens)."""
+        from .expansion import SentenceWindowRetriever
+
+        k = check_k(self.k)
+        swr = SentenceWindowRetriever(self.retriever, self.documents, window=window)
+        results = {qid: swr.search(text, k=k) for qid, text in self.questions}
+        found = [any(h.doc_id == a["doc"] and a["text"] in h.text for h in results[q]
+                     for a in spans) for q, spans in self.answers.items() if q in results]
+        tokens = [sum(chunking.count_tokens(h.text) for h in hs) for hs in results.values()]
+        return {"window": window,
+                f"recall@{k}": evaluate.evaluate(self.qrels, evaluate.run_from_hits(results),
+                                                 f"recall@{k}"),
+                "answer_in_context": float(np.mean(found)) if found else 0.0,
+                "tokens": float(np.mean(tokens)) if tokens else 0.0}
+
+
+def window_explorer(sweep: WindowSweep, largest: int = 6):
+    """A window slider (sentences each side) over a ``WindowSweep``."""
+    import ipywidgets as W
+
+    n = W.IntSlider(value=3, min=0, max=largest, description="± sentences")
+    out = W.Output()
+
+    def show(n):
+        s = sweep.stats(n)
+        out.clear_output(wait=True)
+        with out:
+            print(f"±{n}: recall@{sweep.k} = {s[f'recall@{sweep.k}']:.3f}   answer in context "
+                  f"= {s['answer_in_context']:.3f}   {s['tokens']:.0f} tokens per question")
 
     W.interactive_output(show, {"n": n})
     show(n.value)

@@ -110,3 +110,91 @@ def test_rerank_budget_keeps_at_most_k(billing_hybrid):
     s = budget.stats(10)
     assert s["candidates"] == 10 and s["ms_per_query"] > 0 and 0 < s["mrr@10"] <= 1
     assert rerank_explorer(budget, options=(5, 10)).children
+
+
+# -- chapter 9: thresholds over cached Prepared questions (no model needed) -----------------
+class _SpanReader:
+    """An extractive reader stand-in: decide() only reads its min_score."""
+
+    min_score = None
+
+    def spans(self, question, context, source=""):  # pragma: no cover - never called
+        raise AssertionError("decide() must not re-read")
+
+
+def _prepared_set():
+    from types import SimpleNamespace
+
+    from ragbook.pipeline import Pipeline, Prepared
+    from ragbook.readers import Span
+    from ragbook.types import Hit
+
+    def prep(confidence, doc, span_score):
+        hit = Hit(f"{doc}:0-10", confidence, 1, doc_id=doc, text="Refunds take a while.")
+        return Prepared("q", "q", (hit,), confidence, (Span("Refunds take a while.", 0, 21,
+                                                            span_score, hit.id),), ())
+
+    # confidence, document answered from, reader score, gold documents
+    rows = [(0.9, "a", 0.8, ("a",)), (0.7, "b", 0.6, ("b",)), (0.6, "x", 0.7, ("c",)),
+            (0.4, "x", 0.4, ()), (0.3, "d", 0.5, ("d",))]
+    prepared = [prep(c, d, s) for c, d, s, _ in rows]
+    questions = [SimpleNamespace(gold=g) for *_, g in rows]
+    return Pipeline(None, reader=_SpanReader()), prepared, questions
+
+
+def test_threshold_curve_counts_what_decide_does():
+    from ragbook.widgets import threshold_counts, threshold_curve
+
+    pipeline, prepared, questions = _prepared_set()
+    rows = threshold_curve(pipeline, prepared, questions, [None, 0.35, 0.5, 0.65, 0.95])
+    assert [(r["right"], r["wrong"], r["escalated"]) for r in rows] == [
+        (3, 2, 0), (2, 2, 1), (2, 1, 2), (2, 0, 3), (0, 0, 5)]
+    assert all(r["n"] == 5 for r in rows) and rows[2]["min_score"] == 0.5
+    # the reader's floor escalates weak spans; the pipeline's own reader is left unchanged
+    floor = threshold_counts(pipeline, prepared, questions, None, reader_min_score=0.55)
+    assert (floor["right"], floor["wrong"], floor["escalated"]) == (2, 1, 2)
+    assert pipeline.reader.min_score is None
+    with pytest.raises(ValueError, match="one Prepared per question"):
+        threshold_counts(pipeline, prepared[:2], questions)
+
+
+def test_threshold_explorer_builds_with_a_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ragbook.widgets import ThresholdExplorer, threshold_explorer
+
+    explorer = ThresholdExplorer(*_prepared_set())
+    assert len(explorer.thresholds) == 41 and explorer.thresholds[0] == 0.3
+    assert explorer.stats(0.65)["escalated"] == 3
+    assert explorer.curve() is explorer.curve()               # computed once per setting
+    assert explorer.plot(0.5).get_lines()
+    widget = threshold_explorer(explorer)
+    assert len(widget.children[0].children) == 2               # no reranker: no rerank slider
+
+
+# -- chapter 10: the sentence window ---------------------------------------------------------
+def test_window_sweep_wider_windows_hand_over_more_and_find_at_least_as_much():
+    from ragbook.bm25 import BM25Index
+    from ragbook.cache import CachedRetriever
+    from ragbook.expansion import sentence_chunks
+    from ragbook.widgets import WindowSweep, window_explorer
+
+    hc = load_helpcentre()
+    docs = [d for d in hc.documents if d.metadata["department"] == "billing"]
+    ids = {d.id for d in docs}
+    qs = [q for q in hc.split("dev") if q.gold and set(q.gold) <= ids]
+    inner = CachedRetriever(BM25Index().build(sentence_chunks(docs)), path=":memory:")
+    sweep = WindowSweep(inner, docs, [(q.id, q.standalone) for q in qs],
+                        {q.id: {g: 1 for g in q.gold} for q in qs},
+                        {q.id: q.answers for q in qs if q.answers}, k=3)
+    rows = [sweep.stats(n) for n in (0, 1, 3)]
+    assert [r["window"] for r in rows] == [0, 1, 3]
+    assert rows[0]["tokens"] < rows[1]["tokens"] < rows[2]["tokens"]
+    # a window always contains its sentence, so a span inside one sentence is never lost
+    assert rows[0]["answer_in_context"] <= rows[2]["answer_in_context"]
+    assert all(0 < r["recall@3"] <= 1 for r in rows)
+    assert inner.cache.hits == 2 * len(qs)              # the sentences were searched once
+    with pytest.raises(ValueError, match="window"):
+        sweep.stats(-1)
+    assert window_explorer(sweep).children
