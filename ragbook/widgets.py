@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chunking, cost, evaluate, similarity
+from .expansion import SentenceWindowRetriever
 from .fusion import reciprocal_rank_fusion
+from .pipeline import outcome
 from .retrieval import check_k, check_threshold
 from .types import Document
 
@@ -395,7 +397,6 @@ def threshold_counts(pipeline, prepared: Sequence, questions: Sequence, min_scor
     outputs (one per labelled question, ``gold`` = the documents that answer it) at one
     setting of the thresholds: exactly what ``Pipeline.ask`` would do, without retrieving
     again. ``"pipeline"`` keeps the pipeline's (or its reader's) own setting; None is off."""
-    from .pipeline import outcome
 
     if len(prepared) != len(questions):
         raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
@@ -535,7 +536,6 @@ class WindowSweep:
         """Top-``k`` windows of ``window`` sentences each side: document recall@k, the share
         of questions whose answer span lies whole in the windows, and tokens handed per
         question (the encoder's tokens)."""
-        from .expansion import SentenceWindowRetriever
 
         k = check_k(self.k)
         swr = SentenceWindowRetriever(self.retriever, self.documents, window=window)

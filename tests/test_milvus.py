@@ -17,7 +17,7 @@ import pytest
 from ragbook import Encoder
 from ragbook.backends import bytes_per_vector, hnsw_graph_bytes, milvus_filter, shards_needed
 from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.milvus import DEFAULT_ANALYZER, MATCH_NOTHING
+from ragbook.backends.milvus import DEFAULT_ANALYZER, MATCH_NOTHING, MILVUS_STANDARD
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
@@ -225,6 +225,21 @@ def test_store_add_get_upsert_delete():
 
 
 @needs_milvus
+def test_ids_with_quotes_and_backslashes():
+    """pymilvus's get/delete by id write the ids into an expression unescaped; ours escape."""
+    from ragbook.backends.milvus import MilvusStore
+
+    docs = [Document('say "hi"', "a b"), Document("back\\slash", "c d"),
+            Document("it's", "e f"), Document("ünï 😀", "g h")]
+    with MilvusStore() as store:
+        store.create(8)
+        store.add(records_from(docs), unit_rows(4))
+        assert [r["id"] for r in store.get([d.id for d in docs])] == [d.id for d in docs]
+        assert store.upsert(records_from(docs[:1]), unit_rows(1)) == (0, 1)
+        assert store.delete([docs[0].id, docs[1].id]) == 2 and len(store) == 2
+
+
+@needs_milvus
 def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, chunks, encoder):
     from ragbook.backends.milvus import MilvusRetriever
 
@@ -289,11 +304,22 @@ def test_milvus_lite_quirks_we_rely_on(tmp_path):
         store.add(records_from([Document("c", "refund again")]), unit_rows(1, seed=2))
         hits = raw.search("ragbook", data=["again"], anns_field="sparse", limit=2)[0]
         assert [h["id"] for h in hits] == ["c"]          # no flush needed to see new rows
+        # BM25 statistics are per segment: the same text scores differently in the flushed
+        # segment (a) and in the in-memory one (d), which a collection-wide IDF would not do
+        store.flush()
+        store.add(records_from([Document("d", "refund window refund")]), unit_rows(1, seed=3))
+        scores = {h["id"]: h["distance"] for h in
+                  raw.search("ragbook", data=["refund"], anns_field="sparse", limit=5)[0]}
+        assert scores["a"] != pytest.approx(scores["d"], rel=1e-3), scores
         with pytest.raises(MilvusException, match="field reference"):
             raw.query("ragbook", filter='metadata["k"] in ["x"]')   # hence == ... or ...
         props = raw.describe_collection("ragbook")["fields"]
         text = next(f for f in props if f["name"] == "text")
         assert json.loads(text["params"]["analyzer_params"]) == DEFAULT_ANALYZER
+    # Lite knows two tokenizers; a Milvus server has more ("english", "whitespace", ...)
+    with pytest.raises(MilvusException, match="unknown tokenizer type: 'english'"), \
+            MilvusStore(analyzer={"type": "english"}) as english:
+        english.create(8)
     again = MilvusClient(uri)
     assert str(again.get_load_state("ragbook")["state"]) in ("NotLoad", "LoadState.NotLoad")
     again.close()
@@ -353,13 +379,13 @@ def test_bm25_ranks_like_ours_where_the_tokenizers_agree(helpcentre_pair):
     questions = [q.standalone for q in load_helpcentre().questions]
     rho = [rank_correlation([h.id for h in ours.bm25.search(q, 50)],
                             [h.id for h in bm25.search(q, 50)], n=10) for q in questions]
-    assert np.mean(rho) >= 0.6, np.mean(rho)
+    assert np.mean(rho) >= 0.8, np.mean(rho)      # measured 0.87 (docs/benchmarks.md)
     # where they differ: codes joined by - and . are one token for us, split for Milvus;
-    # we drop stopwords, Milvus keeps them; we fold case with NFKC, Milvus lower-cases
+    # we fold case with NFKC + casefold, Milvus lower-cases; the stopwords are ours in both
     milvus_tokens = create_analyzer(DEFAULT_ANALYZER).tokenize
     assert Tokenizer()("a 14-day refund in os.path") == ["14-day", "refund", "os.path"]
-    assert milvus_tokens("a 14-day refund in os.path") == ["a", "14", "day", "refund", "in",
-                                                           "os", "path"]
+    assert milvus_tokens("a 14-day refund in os.path") == ["14", "day", "refund", "os", "path"]
+    assert create_analyzer(MILVUS_STANDARD).tokenize("how do I") == ["how", "do", "i"]
     assert Tokenizer()("Straße") == ["strasse"] and milvus_tokens("Straße") == ["straße"]
     assert Tokenizer()("ERR_CONN_4021") == milvus_tokens("ERR_CONN_4021") == ["err_conn_4021"]
 
@@ -376,6 +402,7 @@ def test_hybrid_recall_matches_ours_within_noise(helpcentre_pair):
     assert lo <= 0 <= hi or abs(diff) < 0.03, (diff, lo, hi)
 
 
+@pytest.mark.slow
 @needs_milvus
 def test_bm25_on_the_python_docs(encoder):
     """All 10,370 sections (no embedding needed: placeholder unit vectors), FAQ queries."""
@@ -385,10 +412,10 @@ def test_bm25_on_the_python_docs(encoder):
     ours = BM25Index().build(py.documents)
     vectors = unit_rows(len(py.documents), dim=encoder.dim)
     with MilvusRetriever(encoder, mode="bm25").build(py.documents, vectors=vectors) as milvus:
-        queries = [q.text for q in py.split("test")][:40]
+        queries = [q.text for q in py.split("test")]
         rho = [rank_correlation([h.id for h in ours.search(q, 50)],
                                 [h.id for h in milvus.search(q, 50)], n=10) for q in queries]
-    assert np.mean(rho) >= 0.5, np.mean(rho)
+    assert np.mean(rho) >= 0.6, np.mean(rho)      # measured 0.72 on all FAQ questions
 
 
 @pytest.mark.slow

@@ -37,7 +37,33 @@ def reranked(chunks):
     return RerankedRetriever(BM25Index().build(chunks), CrossEncoderReranker(), candidates=20)
 
 
-RETRIEVERS = [dense_flat, dense_hnsw, bm25, hybrid, reranked]
+def _milvus(chunks, mode, **settings):
+    """Milvus Lite in a temporary folder (removed when the retriever closes or at exit)."""
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    from ragbook.backends.milvus import MilvusRetriever
+
+    return MilvusRetriever(Encoder(), mode=mode, **settings).build(chunks)
+
+
+def milvus_dense(chunks):
+    return _milvus(chunks, "dense")
+
+
+def milvus_hnsw(chunks):
+    return _milvus(chunks, "dense", index="HNSW")
+
+
+def milvus_bm25(chunks):
+    return _milvus(chunks, "bm25")
+
+
+def milvus_hybrid(chunks):
+    return _milvus(chunks, "hybrid")
+
+
+RETRIEVERS = [dense_flat, dense_hnsw, bm25, hybrid, reranked, milvus_dense, milvus_hnsw,
+              milvus_bm25, milvus_hybrid]
 
 
 @pytest.fixture(scope="module", params=RETRIEVERS, ids=lambda f: f.__name__)

@@ -13,28 +13,36 @@ One collection holds everything a retriever needs, one row per item::
 
 so the dense and the keyword index are written by one insert and cannot drift apart.
 ``where`` filters become Milvus boolean expressions on the JSON field and run *inside* the
-search (``milvus_filter``); a condition that cannot be written is an error, never dropped.
+search (``milvus_filter``, ``ragbook.backends.expressions``); a condition that cannot be
+written is an error, never dropped.
 
 >>> milvus_filter({"department": "community", "status": {"$ne": "superseded"}})
 'metadata["department"] == "community" and (metadata["status"] is null or \
 metadata["status"] != "superseded")'
->>> retriever = MilvusRetriever(Encoder(), uri="milvus/helpcentre.db").build(chunks)  # doctest: +SKIP
->>> retriever.search("refund window?", k=3, where={"status": "current"})          # doctest: +SKIP
+>>> retriever = MilvusRetriever(Encoder(), uri="milvus/hc.db").build(chunks)  # doctest: +SKIP
+>>> retriever.search("refund window?", k=3, where={"status": "current"})   # doctest: +SKIP
 [Hit(id='billing-refund-policy:0-812', score=0.0325..., rank=1, ...), ...]
 
-Measured quirks of Milvus Lite 3.2.2 (``tests/test_milvus.py`` pins each one):
-BM25 distances come back negative (``-score``; a server returns ``+score``), so scores are
-``abs(distance)``; a reopened collection is not loaded (``load_collection`` first); a second
-process opening the same folder fails with a bare "Open local milvus failed" (we say why);
-BM25 statistics (IDF, average length) are per segment, not per collection; ``in`` is not
-accepted on JSON paths (we write ``==`` terms joined by ``or``); Lite's BM25 ``k1`` defaults to
-1.5, Milvus's and ours to 1.2, so it is always set.
+Measured quirks of Milvus Lite 3.2.2 (``tests/test_milvus.py`` pins each one): BM25
+distances come back negative (``-score``; a server returns ``+score``), so scores are
+``abs(distance)``; a reopened collection is not loaded (``open`` loads it); a second process
+opening the same folder fails with a bare "Open local milvus failed" (we say why); Lite
+knows only the ``standard`` and ``jieba`` tokenizers, always lower-cases, and ignores every
+filter but ``stop`` (a server's ``standard`` tokenizer needs the ``lowercase`` filter to
+match); BM25 statistics (IDF, average length) are per segment, not per collection; ``in`` is
+not accepted on JSON paths (``ragbook.backends.expressions``); Lite's BM25 ``k1`` defaults
+to 1.5, Milvus's and ours to 1.2, so it is always set. New rows are searchable by BM25
+without a ``flush`` (Strong consistency), but scored with the statistics of the segment they
+sit in: ``build`` flushes the bulk load into one segment, while a row added or upserted later
+sits in a small segment of its own and gets a near-zero IDF there (chapter 11 shows an edited
+chunk falling out of the BM25 top 20; rebuilding cures it). Dense search is unaffected.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-import math
+import logging
 import os
 import re
 import shutil
@@ -47,6 +55,9 @@ from typing import Any
 
 import numpy as np
 
+from ..bm25 import STOPWORDS
+from ..dense import EncoderMismatchError, _check_vectors
+from ..embeddings import Encoder
 from ..retrieval import (
     NotBuiltError,
     check_k,
@@ -55,21 +66,24 @@ from ..retrieval import (
     index_text,
     make_hit,
     records_from,
-    translate_where,
 )
 from ..types import Chunk, Document, Hit
+from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
 
 __all__ = ["MilvusStore", "MilvusRetriever", "MilvusLockedError", "milvus_filter",
-           "DEFAULT_ANALYZER", "MATCH_NOTHING"]
+           "DEFAULT_ANALYZER", "MILVUS_STANDARD", "MATCH_NOTHING"]
 
-DEFAULT_ANALYZER = {"tokenizer": "standard", "filter": ["lowercase"]}
-MATCH_NOTHING = "false"    # what milvus_filter returns for a filter no item can pass
+# Milvus's standard analyzer, plus the stopwords ragbook's BM25 drops: without them a
+# question's "how do I" outweighs its content words (Spearman's rho with our BM25 on the
+# Python docs: 0.10 without, 0.72 with; docs/benchmarks.md)
+MILVUS_STANDARD = {"tokenizer": "standard", "filter": ["lowercase"]}
+DEFAULT_ANALYZER = {"tokenizer": "standard",
+                    "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS)}]}
 MAX_K = 16_384             # Milvus's ceiling on topk / limit
 INDEXES = ("FLAT", "HNSW")
 MODES = ("dense", "bm25", "hybrid")
 FORMAT = "1"
 _OUT = ["doc_id", "text", "context_chars", "start", "end", "metadata", "tuples"]
-_OPS = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
 class MilvusLockedError(RuntimeError):
@@ -84,77 +98,6 @@ def _pymilvus():
             'the Milvus backend needs pymilvus and milvus-lite: pip install "ragbook[milvus]" '
             '(or make setup)') from err
     return pymilvus
-
-
-# -- where -> a Milvus boolean expression ----------------------------------------------------
-def _string(value: str, what: str) -> str:
-    """A double-quoted Milvus string literal. Milvus's grammar allows C escapes; Milvus Lite
-    accepts only \\\\ \\" \\n \\r \\t, so every other character is written as itself."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} = {value!r:.60} holds a lone surrogate, which no Milvus "
-                         f"expression can carry; decode the source with errors='replace'") from None
-    out = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-           .replace("\r", "\\r").replace("\t", "\\t"))
-    return f'"{out}"'
-
-
-def _literal(value: Any, what: str) -> str:
-    if isinstance(value, str):
-        return _string(value, what)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    raise ValueError(f"{what} = {value!r:.40} cannot be written as a Milvus literal; filter on "
-                     f"str, int, float or bool values")
-
-
-def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata") -> str:
-    """``where`` (the ragbook filter language) as a Milvus boolean expression over the JSON
-    ``field``, with the same meaning as ``ragbook.retrieval.matches``: '' for no filter,
-    ``MATCH_NOTHING`` when nothing can pass (``{"k": []}``). A missing key fails every
-    condition but ``$ne``/``$nin``, so those add ``is null or``. Values are quoted and
-    escaped; one that cannot be written raises, naming the key.
-
-    >>> milvus_filter({"plan": ["pro", "team"], "updated": {"$gte": "2025-01-01"}})
-    '(metadata["plan"] == "pro" or metadata["plan"] == "team") and \
-metadata["updated"] >= "2025-01-01"'
-    """
-    def term(key: str, op: str, value: Any) -> str:
-        path = f"{field}[{_string(key, f'where key {key!r}')}]"
-        what = f"where[{key!r}][{op!r}]"
-        if op in ("$in", "$nin"):
-            vals = [_literal(v, f"a value in {what}") for v in value if v is not None]
-            if op == "$in":
-                if not vals:  # matches(): None never equals anything; [] holds nothing
-                    return MATCH_NOTHING
-                ors = " or ".join(f"{path} == {v}" for v in vals)
-                return f"({ors})" if len(vals) > 1 else ors
-            ands = " and ".join(f"{path} != {v}" for v in vals)
-            if any(v is None for v in value):  # a null value is "in" [None]: exclude it
-                return f"({path} is not null and {ands})" if vals else f"{path} is not null"
-            if len(vals) > 1:
-                ands = f"({ands})"
-            return f"({path} is null or {ands})" if vals else ""
-        if value is None:
-            if op == "$ne":
-                return f"{path} is not null"
-            if op == "$eq":
-                return MATCH_NOTHING
-            raise ValueError(f"{what} is None; an ordering needs a number or a str")
-        lit = _literal(value, what)
-        if op == "$ne":
-            return f"({path} is null or {path} != {lit})"
-        return f"{path} {_OPS[op]} {lit}"
-
-    terms = [t for t in translate_where(where, term) if t]
-    if MATCH_NOTHING in terms:
-        return MATCH_NOTHING
-    return " and ".join(terms)
 
 
 # -- rows <-> records ----------------------------------------------------------------------
@@ -194,8 +137,23 @@ def _entity(hit: Mapping[str, Any]) -> dict:
     return row
 
 
+@contextlib.contextmanager
+def _quiet(*loggers: str):
+    """Silence log lines we turn into a clearer exception (or that are noise, like Lite's
+    missing iterator timestamp), for the duration of one call."""
+    saved = [(lg, lg.level) for lg in map(logging.getLogger, loggers)]
+    for lg, _ in saved:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
 # -- the Milvus Lite servers this process started ------------------------------------------
 _OPEN: dict[str, int] = {}   # folder -> stores using it here
+_LOCAL_GRPC = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": 0}
 
 
 def _is_local(uri: str) -> bool:
@@ -292,7 +250,10 @@ class MilvusStore:
             raise ModuleNotFoundError('a local Milvus database needs milvus-lite: pip install '
                                       '"ragbook[milvus]"') from err
         try:
-            client = pymilvus.MilvusClient(folder)
+            with _quiet("milvus_lite.server_manager"):
+                # no keepalive pings to our own thread: Lite's server answers an idle client's
+                # 10 s pings with GOAWAY "too_many_pings", logged by gRPC on stderr
+                client = pymilvus.MilvusClient(folder, grpc_options=_LOCAL_GRPC)
         except Exception as err:
             if folder not in _OPEN and _locked_elsewhere(folder):
                 raise MilvusLockedError(
@@ -387,8 +348,8 @@ class MilvusStore:
         out: dict[str, dict] = {}
         ids = list(ids)
         for i in range(0, len(ids), 1000):
-            rows = self._ready().get(self.collection, ids=ids[i:i + 1000],
-                                     output_fields=list(fields))
+            rows = self._ready().query(self.collection, filter=ids_filter(ids[i:i + 1000]),
+                                       output_fields=["id", *fields])
             out.update({r["id"]: r for r in rows})
         return out
 
@@ -404,7 +365,6 @@ class MilvusStore:
         self._fingerprint = None
 
     def _rows(self, records, vectors, seqs) -> list[dict]:
-        from ..dense import _check_vectors
 
         vectors = _check_vectors(vectors, self.dim_, len(records))
         if len({r["id"] for r in records}) != len(records):
@@ -415,7 +375,7 @@ class MilvusStore:
         """Insert records and their vectors (dense and BM25 in one write); an id already
         stored is an error (``upsert`` replaces)."""
         self._ready()
-        taken = self._existing([r["id"] for r in records], ("id",))
+        taken = self._existing([r["id"] for r in records], ())
         if taken:
             raise ValueError(f"item id {next(iter(taken))!r} is already in the collection; "
                              f"use upsert to replace it, or delete it first")
@@ -426,7 +386,8 @@ class MilvusStore:
 
     def upsert(self, records: Sequence[dict], vectors: np.ndarray) -> tuple[int, int]:
         """Insert new records, replace stored ones with the same id (keeping their place in
-        the corpus order); returns (added, replaced)."""
+        the corpus order); returns (added, replaced). On Milvus Lite the written rows get
+        their own segment's BM25 statistics (see the module notes)."""
         self._ready()
         old = self._existing([r["id"] for r in records])
         n, seqs = self._seq(), []
@@ -439,10 +400,11 @@ class MilvusStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove the items with ``ids`` (unknown ids are ignored); return how many went.
-        (Milvus's own delete echoes the ids it was given, found or not.)"""
-        found = list(self._existing(list(ids), ("id",)))
+        (Milvus's delete by ids echoes the ids it was given, found or not, so we look first.)"""
+        found = list(self._existing(list(ids), ()))
+        for i in range(0, len(found), 1000):
+            self.client.delete(self.collection, filter=ids_filter(found[i:i + 1000]))
         if found:
-            self.client.delete(self.collection, ids=found)
             self._fingerprint = None
         return len(found)
 
@@ -465,8 +427,9 @@ class MilvusStore:
         return [_record(rows[i]) for i in ids]
 
     def _scan(self, fields: list[str]) -> list[dict]:
-        it = self._ready().query_iterator(self.collection, batch_size=1000, filter="",
-                                          output_fields=fields)
+        with _quiet("pymilvus.client.iterator.query_iterator"):  # Lite: no session timestamp
+            it = self._ready().query_iterator(self.collection, batch_size=1000, filter="",
+                                              output_fields=fields)
         rows = []
         try:
             while batch := it.next():
@@ -524,12 +487,11 @@ class MilvusStore:
                ) -> tuple[list[list[str]], list[np.ndarray]]:
         """Per query row: the ids and inner products of the best ``k`` records passing
         ``where`` (filtered inside Milvus's search)."""
-        from ..dense import _check_vectors
 
         self._ready()
         q = _check_vectors(vectors, self.dim_)
-        found = self._search("vector", q.tolist(), k, milvus_filter(where))
-        return ([[r["id"] for r, _ in hits] for hits in found],
+        found = self._search("vector", q.tolist(), k, milvus_filter(where), ids_only=True)
+        return ([[i for i, _ in hits] for hits in found],
                 [np.array([s for _, s in hits], dtype=np.float32) for hits in found])
 
     def __repr__(self) -> str:
@@ -555,7 +517,6 @@ class MilvusRetriever:
             raise ValueError(f"rrf_k must be a whole number in 1..16383 (Milvus's RRFRanker "
                              f"takes an int), got {rrf_k!r}")
         if encoder is None:
-            from ..embeddings import Encoder
             encoder = Encoder()
         self.encoder, self.uri, self.collection, self.mode = encoder, uri, collection, mode
         self.depth, self.rrf_k = check_k(depth, "depth"), rrf_k
@@ -594,7 +555,6 @@ class MilvusRetriever:
         return self
 
     def _vectors(self, records: list[dict], vectors) -> np.ndarray:
-        from ..dense import _check_vectors
 
         if vectors is None:
             vectors = self.encoder.encode_passages([index_text(r) for r in records])
@@ -643,7 +603,6 @@ class MilvusRetriever:
         return self.store_
 
     def _check_encoder(self) -> None:
-        from ..dense import EncoderMismatchError
 
         self._built()
         if self.encoder.fingerprint != self.encoder_fingerprint_:
