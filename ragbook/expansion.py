@@ -6,10 +6,10 @@ reader needs around it. Two ways to have both (chapter 10):
 * ``ParentDocumentRetriever``: index ~200-token *children*, return the ~1,000-token *parent*
   section each child lies in; several children of one parent count once.
 * ``SentenceWindowRetriever``: index single *sentences*, return each hit widened to
-  ``window`` sentences on *both* sides (symmetric — llama-index's
-  ``SentenceWindowNodeParser`` builds its window from the sentences before and after too, but
-  its metadata replacement is easy to misread as "the sentences after"; check any library's
-  window before you compare numbers).
+  ``window`` sentences on *both* sides (symmetric). llama-index's
+  ``SentenceWindowNodeParser`` slices ``nodes[i - window_size : i + window_size]``: the end
+  of a slice is exclusive, so its window is ``window_size`` sentences before the hit and
+  one fewer after; check any library's window before you compare numbers.
 
 Both wrap any ``Retriever`` over the small pieces and satisfy the contract themselves: hits
 carry the *returned* text and its offsets in the document.
@@ -20,17 +20,18 @@ carry the *returned* text and its offsets in the document.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .chunking import chunk_documents
+from .chunking import _encoder_tokenizer, chunk_documents
 from .retrieval import check_k, check_query, corpus_fingerprint, validate_where
 from .types import Chunk, Document, Hit
 
 __all__ = ["sentence_spans", "sentence_chunks", "parent_child_chunks",
-           "ParentDocumentRetriever", "SentenceWindowRetriever"]
+           "ParentDocumentRetriever", "SentenceWindowRetriever", "fit_budget"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*")
 
@@ -191,3 +192,46 @@ class SentenceWindowRetriever:
     @property
     def corpus_fingerprint(self) -> str:
         return f"{self.retriever.corpus_fingerprint}/window:{self.window}"
+
+
+_WORD = re.compile(r"\S+")
+
+
+@functools.lru_cache(maxsize=65536)
+def _ends(text: str, length: str) -> tuple[int, ...]:
+    """Character offset where each token (or word) of ``text`` ends (memoised: budget
+    sweeps fit the same hits to several budgets)."""
+    if length == "words":
+        return tuple(m.end() for m in _WORD.finditer(text))
+    enc = _encoder_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
+    return tuple(e for s, e in enc["offset_mapping"] if e > s)
+
+
+def fit_budget(hits: Sequence[Hit], budget: int, length: str = "tokens") -> list[Hit]:
+    """What a reader can be handed within ``budget`` tokens (the encoder's tokens, as in
+    ``count_tokens``; ``length="words"``: whitespace-separated words): the hits in rank
+    order, whole while they fit; the first that does not fit is cut to what is left (its
+    ``text`` and ``end`` shortened, on a token boundary), and nothing after it is handed.
+    Comparing retrievers at equal budgets, not equal k, is fair to small and big pieces.
+
+    >>> hs = [Hit("a", 1.0, 1, "d", "one two three"), Hit("b", 0.5, 2, "d", "four five six")]
+    >>> [h.text for h in fit_budget(hs, 5, length="words")]
+    ['one two three', 'four five']
+    """
+    budget = check_k(budget, "budget")
+    if length not in ("tokens", "words"):
+        raise ValueError(f"length must be 'tokens' or 'words', got {length!r}")
+    out, left = [], budget
+    for h in hits:
+        ends = _ends(h.text, length)
+        if len(ends) <= left:
+            out.append(replace(h, rank=len(out) + 1))
+            left -= len(ends)
+            if left == 0:
+                break
+            continue
+        cut = ends[left - 1]
+        out.append(replace(h, rank=len(out) + 1, text=h.text[:cut],
+                           end=None if h.start is None else h.start + cut))
+        break
+    return out

@@ -176,3 +176,19 @@ def test_answer_cache_is_keyed_by_the_condensed_question(tmp_path):
 
     p.min_score = 0.99                              # thresholds are part of the namespace
     assert cp.ask(Q).escalated
+
+
+def test_answer_cache_misses_when_the_corpus_or_the_model_changes(tmp_path):
+    chunks = chunk_documents(DOCS, size=128, overlap=16)
+    p = Pipeline(HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks))
+    cp = CachedPipeline(p, path=tmp_path / "a.sqlite")
+    first = cp.ask(Q)
+    assert cp.ask(Q) == first and (cp.cache.hits, cp.cache.misses) == (1, 1)
+    p.retriever = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks[:-1])
+    cp.ask(Q)
+    assert cp.cache.misses == 2                                            # corpus changed
+    p.retriever = HybridRetriever(DenseIndex(Encoder(max_length=64)), BM25Index()).build(
+        chunks[:-1])
+    cp.ask(Q)
+    assert cp.cache.misses == 3                                            # model changed
+    assert cp.cache.hit_rate == 1 / 4
