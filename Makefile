@@ -59,6 +59,10 @@ test: setup lint
 lint: setup
 	$(VENV)/bin/ruff check ragbook tests bench tools
 
+# The widgets in a real JupyterLab driven by Chromium (tests/browser; opt-in for now).
+test-browser: setup
+	RAGBOOK_BROWSER_TESTS=1 $(PYTEST) tests/browser
+
 # Package unit tests only: no notebooks, nothing marked slow.
 test-fast: setup
 	$(PYTEST) tests -m "not slow"
