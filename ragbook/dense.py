@@ -69,6 +69,20 @@ def _check_vectors(vectors: Any, dim: int | None, n: int | None = None) -> np.nd
     return np.ascontiguousarray(v)
 
 
+def passage_vectors(encoder, records: list[dict], vectors=None) -> np.ndarray:
+    """Unit vectors for ``records``: ``vectors`` checked (one unit row per record), or the
+    records' indexed texts embedded as passages. Every dense store builds through this."""
+    if vectors is None:
+        vectors = encoder.encode_passages([index_text(r) for r in records])
+    vectors = (_check_vectors(vectors, None, len(records)) if len(records)
+               else np.zeros((0, encoder.dim), np.float32))
+    norms = np.linalg.norm(vectors, axis=1)
+    if len(norms) and not np.allclose(norms, 1.0, atol=1e-3):
+        raise ValueError("vectors must be unit length (inner product = cosine); normalise "
+                         "them first (ragbook.similarity.normalise)")
+    return vectors
+
+
 class FaissStore:
     """The in-process ``VectorStore``: records (dicts from ``retrieval.record``) and their
     vectors in a FAISS inner-product index, row i of FAISS = ``records[i]``.
@@ -278,15 +292,7 @@ class DenseIndex:
         return self._built().delete(list(ids))
 
     def _vectors(self, records: list[dict], vectors) -> np.ndarray:
-        if vectors is None:
-            vectors = self.encoder.encode_passages([index_text(r) for r in records])
-        vectors = _check_vectors(vectors, None, len(records)) if len(records) else \
-            np.zeros((0, self.encoder.dim), np.float32)
-        norms = np.linalg.norm(vectors, axis=1)
-        if len(norms) and not np.allclose(norms, 1.0, atol=1e-3):
-            raise ValueError("vectors must be unit length (inner product = cosine); normalise "
-                             "them first (ragbook.similarity.normalise)")
-        return vectors
+        return passage_vectors(self.encoder, records, vectors)
 
     def _built(self) -> FaissStore:
         if not hasattr(self, "store_"):

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..bm25 import STOPWORDS
-from ..dense import EncoderMismatchError, _check_vectors
+from ..dense import EncoderMismatchError, _check_vectors, passage_vectors
 from ..embeddings import Encoder
 from ..retrieval import (
     NotBuiltError,
@@ -555,16 +555,7 @@ class MilvusRetriever:
         return self
 
     def _vectors(self, records: list[dict], vectors) -> np.ndarray:
-
-        if vectors is None:
-            vectors = self.encoder.encode_passages([index_text(r) for r in records])
-        vectors = _check_vectors(vectors, None, len(records)) if len(records) else \
-            np.zeros((0, self.encoder.dim), np.float32)
-        norms = np.linalg.norm(vectors, axis=1)
-        if len(norms) and not np.allclose(norms, 1.0, atol=1e-3):
-            raise ValueError("vectors must be unit length (inner product = cosine); normalise "
-                             "them first (ragbook.similarity.normalise)")
-        return vectors
+        return passage_vectors(self.encoder, records, vectors)
 
     def add(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
             ) -> MilvusRetriever:
