@@ -59,9 +59,9 @@ test: setup lint
 lint: setup
 	$(VENV)/bin/ruff check ragbook tests bench tools
 
-# The widgets in a real JupyterLab driven by Chromium (tests/browser; opt-in for now).
+# Only the widgets in a real JupyterLab driven by Chromium (tests/browser; also part of make test).
 test-browser: setup
-	RAGBOOK_BROWSER_TESTS=1 $(PYTEST) tests/browser
+	$(PYTEST) tests/browser
 
 # Package unit tests only: no notebooks, nothing marked slow.
 test-fast: setup
