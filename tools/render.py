@@ -1,0 +1,151 @@
+"""Execute the chapters into docs/rendered/, so a learner can read every output and plot
+before running anything (the sources in notebooks/ stay stripped).
+
+Each rendered notebook records, in its metadata, a digest of everything its outputs depend
+on: its own cells, the ragbook package, data/ and pyproject.toml. `--check` (run by
+tests/test_rendered.py in `make test`) recomputes the digests without executing anything and
+fails when a chapter's cells or the code behind them changed since it was rendered: run
+`make render` and commit docs/rendered/.
+
+    python tools/render.py                 # execute every chapter (warm cache: ~10 min)
+    python tools/render.py 04 05           # only these chapters
+    python tools/render.py --check         # exit 1 if docs/rendered/ is stale
+
+Outputs are made reviewable: the repository's and the home folder's paths are replaced by
+`.` and `~`, execution timestamps are dropped, and widget state is not stored (a dashboard
+needs a live kernel; its rendered cell says so).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT / "notebooks"
+RENDERED = ROOT / "docs" / "rendered"
+KEY = "ragbook_render"
+MACHINE_PATH = re.compile(r"/(?:root|home|work|tmp)/\w")
+WIDGET_NOTE = ("[an interactive widget: run this notebook in JupyterLab (`make lab`) to use it]")
+
+
+def cells(nb) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+def code_digest() -> str:
+    """One hash of the package, the data and the pinned dependencies."""
+    h = hashlib.sha256()
+    files = sorted([*ROOT.glob("ragbook/**/*.py"), *(p for p in (ROOT / "data").rglob("*")
+                                                        if p.is_file()), ROOT / "pyproject.toml"])
+    for path in files:
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+        h.update(path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return h.hexdigest()
+
+
+def digest(nb, code: str) -> str:
+    h = hashlib.sha256(code.encode())
+    for kind, source in cells(nb):
+        h.update(f"{kind}\0{source}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def clean(nb) -> None:
+    """Machine paths out, timestamps out, widget views replaced by a line of text."""
+    swaps = [(str(ROOT), "."), (str(Path.home()), "~"), (tempfile.gettempdir(), "$TMPDIR")]
+
+    def scrub(text: str) -> str:
+        for old, new in swaps:
+            text = text.replace(old, new)
+        return text
+
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = scrub(out["text"])
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                data.pop("application/vnd.jupyter.widget-view+json")
+                data["text/plain"] = WIDGET_NOTE
+            for mime, value in data.items():
+                if mime.startswith("text/") and isinstance(value, str):
+                    data[mime] = scrub(value)
+            if out.get("output_type") == "error":
+                out["traceback"] = [scrub(line) for line in out["traceback"]]
+    nb.metadata.pop("widgets", None)
+
+
+def render(path: Path, code: str, timeout: int) -> float:
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    started = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    seconds = time.perf_counter() - started
+    clean(nb)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata[KEY] = {"digest": digest(nb, code), "source": f"notebooks/{path.name}"}
+    RENDERED.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, RENDERED / path.name)
+    return seconds
+
+
+def stale(code: str) -> list[str]:
+    """What is out of date in docs/rendered/, one line each (empty when in sync)."""
+    problems = []
+    for path in sorted(SOURCES.glob("[0-9][0-9]-*.ipynb")):
+        target = RENDERED / path.name
+        if not target.exists():
+            problems.append(f"{target.name}: missing")
+            continue
+        source, rendered = nbformat.read(path, as_version=4), nbformat.read(target, as_version=4)
+        if cells(source) != cells(rendered):
+            problems.append(f"{target.name}: its cells differ from notebooks/{path.name}")
+        elif rendered.metadata.get(KEY, {}).get("digest") != digest(source, code):
+            problems.append(f"{target.name}: rendered from older code or data than the current "
+                            "ragbook/, data/ or pyproject.toml")
+    extra = {p.name for p in RENDERED.glob("*.ipynb")} - {p.name for p in SOURCES.glob("*.ipynb")}
+    problems += [f"{name}: no such chapter in notebooks/ any more; delete it"
+                 for name in sorted(extra)]
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("chapters", nargs="*", help="chapter numbers (e.g. 04); default: all")
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/rendered/ is stale")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
+    args = ap.parse_args()
+    code = code_digest()
+    if args.check:
+        problems = stale(code)
+        for line in problems:
+            print(f"stale: {line}")
+        if problems:
+            print("run `make render` and commit docs/rendered/")
+        return 1 if problems else 0
+    paths = sorted(SOURCES.glob("[0-9][0-9]-*.ipynb"))
+    if args.chapters:
+        paths = [p for p in paths if p.name[:2] in args.chapters]
+        if not paths:
+            print(f"no chapter matches {args.chapters}; chapters are "
+                  f"{sorted({p.name[:2] for p in SOURCES.glob('*.ipynb')})}")
+            return 2
+    for path in paths:
+        print(f"rendering {path.name} ...", flush=True)
+        seconds = render(path, code, args.timeout)
+        print(f"  {seconds:.0f} s -> docs/rendered/{path.name}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
