@@ -9,6 +9,12 @@ breaks the rule, with its cell and context.
     python tools/check_prose_numbers.py                      # docs/rendered/*.ipynb
     python tools/check_prose_numbers.py path/to/run.ipynb    # any executed notebook
 
+One chapter while writing it (render executes it into docs/rendered/; on the shared
+development machine, take the heavy-job lock):
+
+    flock /tmp/ragbook-heavy.lock python tools/render.py 04
+    python tools/check_prose_numbers.py docs/rendered/04-evaluating-retrieval.ipynb
+
 What counts as a number: decimals (0.915), percentages (91.5%), and integers above 20
 (832, 10,370). Not checked: integers up to 20 (counts, chapter numbers, small k), numbers
 inside `code`, headings' section numbers, and numbers glued to a word (recall@5, top-50,
