@@ -158,6 +158,9 @@ class BM25Index:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """Hash of the indexed ids and texts (``retrieval.corpus_fingerprint``), so a hybrid
+        retriever can check both channels index the same corpus. Raises ``NotBuiltError`` before
+        ``build``/``load``."""
         self._built()
         return self.corpus_fingerprint_
 

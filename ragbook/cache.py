@@ -77,6 +77,8 @@ class Cache:
         return json.loads(row[0])
 
     def put(self, key: str, value: Any) -> None:
+        """Store ``value`` (anything JSON can write; NaN is refused with ``ValueError``) under
+        ``key`` in the current namespace, replacing an older entry and restarting its ttl."""
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         with self._lock, self._db:
             self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
@@ -102,6 +104,7 @@ class Cache:
 
     @property
     def hit_rate(self) -> float:
+        """Share of ``get`` calls answered from the cache since it was opened (0.0 before any)."""
         asked = self.hits + self.misses
         return self.hits / asked if asked else 0.0
 
@@ -142,6 +145,8 @@ class CachedRetriever:
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
+        """The wrapped retriever's hits, from the cache when the same (query, k, where) was
+        asked of the same corpus and models before; the same argument errors as any retriever."""
         k, query, where = check_k(k), check_query(query), validate_where(where)
         self.cache.namespace = identity(self.retriever)
         rows = self.cache.get_or_make(
@@ -154,4 +159,5 @@ class CachedRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The wrapped retriever's corpus fingerprint (a cache is not a different corpus)."""
         return self.retriever.corpus_fingerprint

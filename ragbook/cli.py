@@ -68,6 +68,8 @@ def _finite(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m ragbook`` argument parser (subcommands ``index``, ``ask``, ...); public so
+    tests and documentation can list the options without running a command."""
     parser = _Parser(prog=PROG, description="Build, query and measure a retrieval-augmented "
                      "question-answering index over your own documents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")

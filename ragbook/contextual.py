@@ -72,6 +72,8 @@ class LLMContext:
 
     @property
     def llm(self):
+        """The chat model that writes the notes: the one given, else ``get_llm()`` loaded on first
+        use (raises ``LLMUnavailableError`` when no generator can be loaded)."""
         if self._llm is None:
             self._llm = get_llm()
         return self._llm
@@ -85,6 +87,8 @@ class LLMContext:
         return f"{name}|{weights}|{Cache.key(CONTEXT_PROMPT, self.max_doc_chars)}"
 
     def messages(self, chunk: Chunk, doc: Document) -> list[dict]:
+        """The chat messages asking for ``chunk``'s note: the prompt, the document (title and its
+        first ``max_doc_chars`` characters) and the passage."""
         return [{"role": "system", "content": CONTEXT_PROMPT},
                 {"role": "user", "content": f"Document: {doc.title}\n"
                  f"{doc.text[:self.max_doc_chars]}\n\nPassage:\n{chunk.text}\n\nContext:"}]
@@ -100,6 +104,8 @@ class LLMContext:
 
     @property
     def cache(self) -> Cache:
+        """The on-disk cache of notes, keyed by the model and prompt (opened on first use), so a
+        note is generated once per chunk."""
         if self._cache is None:
             self._cache = Cache("contextual", self._identity())
         return self._cache

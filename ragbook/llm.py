@@ -76,6 +76,8 @@ class LocalLLM:
 
     @property
     def name(self) -> str:
+        """The generator's model name in this profile, e.g. ``HuggingFaceTB/SmolLM2-135M-Instruct``
+        (what traces and tables record)."""
         return models.resolve("generator", self.profile).name
 
     def _load(self):
@@ -253,6 +255,7 @@ class OpenAICompatibleLLM:
 
     @property
     def name(self) -> str:
+        """``model @ base_url``: which model on which server answered (for traces and tables)."""
         return f"{self.model} @ {self.base_url}"
 
     @property
@@ -390,6 +393,8 @@ class ChatServer:
 
     @property
     def base_url(self) -> str:
+        """The server's OpenAI-compatible root, ``http://127.0.0.1:<port>/v1``: give it to
+        ``OpenAICompatibleLLM(base_url=...)``."""
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
@@ -457,10 +462,12 @@ class ChatServer:
         return Handler
 
     def start(self) -> ChatServer:
+        """Serve in a background thread; returns self (``with ChatServer(...) as s`` calls it)."""
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and free the port."""
         self._httpd.shutdown()
         self._httpd.server_close()
 

@@ -105,6 +105,8 @@ class WindowScorer:
         self.size, self.overlap = size, overlap
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_) -> np.ndarray:
+        """A score per (question, passage) pair: the best cosine between the question and a
+        window of the passage — the cross-encoder's ``predict`` contract, so either can rerank."""
         pairs = list(pairs)
         if not pairs:
             return np.zeros(0, dtype=np.float32)
@@ -139,6 +141,8 @@ class CrossEncoderReranker:
 
     @property
     def model(self):
+        """The cross-encoder, loaded on first use (``ModelUnavailableError`` in a profile without
+        one, with what to install)."""
         if self._model is None:
             self._model = models.load("cross_encoder", self.profile)
         return self._model
@@ -188,8 +192,10 @@ class RerankedRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The wrapped retriever's fingerprint (reranking does not change the corpus)."""
         return self.retriever.corpus_fingerprint
 
     @property
     def items_(self):
+        """The wrapped retriever's indexed records."""
         return self.retriever.items_

@@ -60,12 +60,14 @@ class Retriever(Protocol):
     """
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]: ...
+               ) -> list[Hit]:
+        """At most ``k`` hits for ``query``, best first, ranks from 1, none failing ``where``."""
 
     def __len__(self) -> int: ...
 
     @property
-    def corpus_fingerprint(self) -> str: ...
+    def corpus_fingerprint(self) -> str:
+        """A hash of the indexed ids and texts (``retrieval.corpus_fingerprint``)."""
 
 
 @runtime_checkable
@@ -74,14 +76,20 @@ class VectorStore(Protocol):
     embedded or on a cluster). ``search`` takes a (q, dim) array and returns, per query, the
     ids and the inner-product scores of the best ``k`` records passing ``where``."""
 
-    def add(self, records: Sequence[dict], vectors: np.ndarray) -> None: ...
+    def add(self, records: Sequence[dict], vectors: np.ndarray) -> None:
+        """Store records (``id``, ``text``, ``metadata``, ...) with their unit vectors, one row
+        each; an id already stored is an error."""
 
     def search(self, vectors: np.ndarray, k: int, where: Mapping[str, Any] | None = None
-               ) -> tuple[list[list[str]], list[np.ndarray]]: ...
+               ) -> tuple[list[list[str]], list[np.ndarray]]:
+        """Per query vector, the ids and inner products of the best ``k`` records passing
+        ``where``."""
 
-    def get(self, ids: Sequence[str]) -> list[dict]: ...
+    def get(self, ids: Sequence[str]) -> list[dict]:
+        """The stored records with these ids, in the order asked (an unknown id is a KeyError)."""
 
-    def delete(self, ids: Sequence[str]) -> int: ...
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove records by id; returns how many were removed (unknown ids are skipped)."""
 
     def __len__(self) -> int: ...
 

@@ -28,6 +28,8 @@ __all__ = ["SpanReaderConfig", "train_span_reader", "span_reader_path"]
 
 @dataclass(frozen=True)
 class SpanReaderConfig:
+    """Settings of ``train_span_reader``'s fine-tuning run (part of the model's cache key, so
+    changing one trains a new model)."""
     epochs: int = 3
     learning_rate: float = 5e-5
     batch_size: int = 16

@@ -100,4 +100,6 @@ class Answer:
 
     @property
     def abstained(self) -> bool:
+        """True when there is no answer text (the reader abstained or was flagged empty;
+        ``reason`` says why)."""
         return self.text is None

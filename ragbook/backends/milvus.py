@@ -230,6 +230,9 @@ class MilvusStore:
     # -- connecting ------------------------------------------------------------------------
     @property
     def client(self):
+        """The pymilvus ``MilvusClient``, connected on first use (Milvus Lite for a local
+        folder or no ``uri``). Raises ``ModuleNotFoundError`` (with the pip command) when
+        milvus-lite is missing, ``MilvusLockedError`` when another process has the folder."""
         if self._client is None:
             self._client = self._connect()
         return self._client
@@ -527,7 +530,10 @@ class MilvusRetriever:
               contexts: Sequence[str] | None = None) -> MilvusRetriever:
         """Embed ``items`` (or take ``vectors``) and write them, with their BM25 vectors, into a
         fresh collection (one that exists is replaced). ``contexts``: a note per item indexed
-        in front of its text by both channels; hits return the item's own text."""
+        in front of its text by both channels; hits return the item's own text. Returns self.
+        Raises ``ValueError`` for blank texts, duplicate ids or bad vectors (naming the item),
+        ``ModuleNotFoundError`` when pymilvus/milvus-lite are not installed (with the pip
+        command), ``MilvusLockedError`` when another process has the local database open."""
         records = records_from(items, contexts)
         vectors = self._vectors(records, vectors)
         t = time.perf_counter()
@@ -546,7 +552,8 @@ class MilvusRetriever:
              mode: str = "hybrid", depth: int = 100, rrf_k: int = 60, **store_settings
              ) -> MilvusRetriever:
         """Reopen a collection written by ``build`` (this or another session). The query
-        encoder must be the one that built it: checked now, not at the first query."""
+        encoder must be the one that built it: checked now, not at the first query
+        (``EncoderMismatchError``). ``FileNotFoundError`` when there is no such collection."""
         self = cls(encoder, uri=uri, collection=collection, mode=mode, depth=depth,
                    rrf_k=rrf_k, **store_settings)
         self.store_ = MilvusStore(uri, collection, **store_settings).open()
@@ -577,6 +584,8 @@ class MilvusRetriever:
         return self._built().delete(list(ids))
 
     def close(self) -> None:
+        """Close the store (see ``MilvusStore.close``); a retriever that was never built has
+        nothing to close. Using it as a context manager calls this on exit."""
         if hasattr(self, "store_"):
             self.store_.close()
 
@@ -613,7 +622,11 @@ class MilvusRetriever:
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
         """The best ``k`` items for ``query``, best first, filtered by ``where`` inside the
-        search (dense: cosine; bm25: BM25 score; hybrid: RRF score)."""
+        search (dense: cosine; bm25: BM25 score; hybrid: RRF score). Raises ``NotBuiltError``
+        before ``build``/``open``, ``EncoderMismatchError`` when the query encoder is not
+        the one that built the collection, ``ValueError`` for a blank query or a bad ``k``,
+        ``TypeError``/``ValueError`` for a ``where`` that cannot be translated to a Milvus
+        filter."""
         store = self._built()
         k, query = check_k(k), check_query(query)
         expr = milvus_filter(where)
@@ -639,6 +652,8 @@ class MilvusRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The store's ``corpus_fingerprint`` (ids and texts, in order): equal to a
+        ``DenseIndex`` built from the same chunks. Raises ``NotBuiltError`` before ``build``."""
         return self._built().corpus_fingerprint
 
     def __repr__(self) -> str:
