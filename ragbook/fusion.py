@@ -71,7 +71,27 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int | None =
     """Fuse ranked lists of Hits by RRF and return the best ``k`` (the number of results;
     None = all). ``rrf_k`` is the RRF constant (60 in the paper): larger flattens the
     difference between rank 1 and rank 10. ``weights`` scale each list's contribution
-    (weighted RRF). Ties break by id."""
+    (weighted RRF). Ties break by id. Raises ``TypeError`` when a list holds something other
+    than ``Hit``s and ``ValueError`` for no lists, a negative ``rrf_k`` or weight, or one
+    weight too many or too few.
+
+    An item that two lists find beats one that a single list puts first, however weakly
+    the second list found it. On a **tiny corpus** that can demote a correct top hit: the
+    dense channel returns *every* chunk (it has no notion of "no match"), so any chunk
+    BM25 matches on one word is "found by both" and outranks the dense channel's clear
+    winner that shares no word with the query:
+
+    >>> dense = [Hit("a", 0.91, 1), Hit("b", 0.35, 2), Hit("c", 0.12, 3)]  # the whole corpus
+    >>> keyword = [Hit("c", 2.4, 1)]                                       # one shared word
+    >>> [h.id for h in reciprocal_rank_fusion([dense, keyword])]
+    ['c', 'a', 'b']
+
+    What to do: fetch each list shallower than the corpus (``depth`` well under the number
+    of chunks, so a weak dense match is not in the list at all); give the dense list a
+    cosine floor (``DenseIndex(min_score=...)``, calibrated on labelled questions); or
+    weight the lists (``weights=(2.0, 1.0)`` trusts the dense ranking more). Measure which
+    on your own questions; on a few dozen chunks dense search alone may be the better
+    choice."""
     if check_threshold(rrf_k, "rrf_k") < 0:
         raise ValueError(f"rrf_k must be >= 0, got {rrf_k!r}")
     weights, k = _check_lists(rankings, weights, k)
@@ -124,7 +144,16 @@ class HybridRetriever:
     ``build(items)`` writes both indexes in one call, so they cannot be built from
     different corpora; every search compares the two indexes' corpus fingerprints (ids and
     texts) and raises ``IndexDriftError`` if they differ. ``weights`` = (dense, bm25) for
-    weighted RRF; ``rrf_k`` is the RRF constant; ``min_score`` drops fused hits below it.
+    weighted RRF; ``rrf_k`` is the RRF constant; ``min_score`` drops fused hits whose RRF
+    score is below it (a fused score, not a cosine).
+
+    Small corpora: when ``depth`` is at least the number of chunks, the dense channel returns
+    every chunk, so fusion ranks any chunk BM25 matches on a single word above the dense
+    channel's best chunk when BM25 does not find that one (``reciprocal_rank_fusion`` shows
+    the arithmetic). For a corpus of a few hundred chunks or fewer, set ``depth`` well
+    below the chunk count, give the dense index a cosine floor (``DenseIndex(min_score=...)``)
+    or weight the dense channel up (``weights=(2.0, 1.0)``) — and check on labelled
+    questions that hybrid still beats dense alone there.
     """
 
     def __init__(self, dense, bm25, depth: int = 100, rrf_k: float = 60,
@@ -138,8 +167,14 @@ class HybridRetriever:
 
     def build(self, items: Sequence[Chunk | Document], vectors=None,
               contexts: Sequence[str] | None = None) -> HybridRetriever:
-        """Build both indexes from the same ``items`` (``vectors``: precomputed dense rows;
-        ``contexts``: a note per item indexed in front of its text by both channels)."""
+        """Build both indexes from the same ``items`` and return self.
+
+        ``vectors``: precomputed dense rows (one unit vector per item, from the same
+        encoder), to skip embedding; ``contexts``: a note per item indexed in front of its
+        text by both channels (contextual retrieval). Raises ``TypeError`` when ``items``
+        are not ``Chunk``/``Document`` objects, ``ValueError`` for blank texts, duplicate ids
+        or vectors of the wrong shape (naming the item), and ``IndexDriftError`` if the two
+        indexes end up holding different items."""
         items = list(items)
         self.dense.build(items, vectors=vectors, contexts=contexts)
         self.bm25.build(items, contexts=contexts)
@@ -165,6 +200,8 @@ class HybridRetriever:
 
     @property
     def corpus_fingerprint(self) -> str:
+        """The dense channel's fingerprint, after ``check`` confirms the BM25 channel has the
+        same one (``IndexDriftError`` otherwise)."""
         self.check()
         return self.dense.corpus_fingerprint
 
@@ -178,7 +215,12 @@ class HybridRetriever:
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
-        """The best ``k`` (the number of results) items by RRF over both channels."""
+        """The best ``k`` (the number of results) items by RRF over both channels, each
+        searched ``depth`` deep with the same ``where`` filter; hits carry fused scores and
+        ranks, and ``min_score`` (if set) drops weak fused hits, so fewer than ``k`` may
+        come back. Raises ``NotBuiltError`` before ``build``/``load``, ``IndexDriftError``
+        when the two indexes hold different items, ``ValueError`` for a blank query or a
+        bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
         k = check_k(k)
         dense, keyword = self.channels(query, where)
         fused = reciprocal_rank_fusion([dense, keyword], k=k, rrf_k=self.rrf_k,
@@ -189,6 +231,7 @@ class HybridRetriever:
 
     @property
     def items_(self):
+        """The indexed records (those of the dense channel; both channels hold the same ones)."""
         return self.dense.items_
 
     def __len__(self) -> int:
