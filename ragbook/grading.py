@@ -1,18 +1,26 @@
-"""Graded exercises: ``check("name", your_function)`` runs a named exercise's cases against
-your function and prints, for the first case that fails, the input, what was expected,
-what you returned, and a hint. It never raises, so a notebook keeps running.
+"""Graded exercises: ``check("name", your_function)`` runs every case of a named exercise
+against your function and prints how many failed; for the first that failed, the input,
+what was expected, what you returned (or raised), and a hint. When your answers match a
+common mistake (a wrong variant the exercise knows), it names the mistake and what to
+check. It never raises, so a notebook keeps running.
 
 Expected values come from the ``ragbook`` implementation of the same idea: the package is
-the answer key. Each exercise is a small function here that yields cases.
+the answer key. Each exercise is a small function here that yields cases; its ``mistakes``
+are the wrong keys, small functions that compute what a common mistake gives.
 
 The first line of every report has a fixed shape that tools read::
 
-    [check] window_count: PASSED (6/6 cases)
-    [check] window_count: FAILED (case 3 of 6)
+    [check] window_count: PASSED (8/8 cases)
+    [check] window_count: FAILED (2 of 8 cases)
     [check] window_count: NOT IMPLEMENTED (replace `raise NotImplementedError` ...)
+    [check] windw_count: UNKNOWN exercise; known ones: ...
+
+``trying("name")`` is for the ungraded "Try it" cells: it turns a learner's unfinished or
+broken function into one line of advice instead of a traceback.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import traceback
@@ -22,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check", "Case", "EXERCISES"]
+__all__ = ["check", "trying", "Case", "Mistake", "EXERCISES"]
 
 
 @dataclass
@@ -37,19 +45,31 @@ class Case:
 
 
 @dataclass
+class Mistake:
+    """A common wrong answer: ``wrong`` takes the learner's arguments and returns (or raises)
+    what that mistake gives; ``advice`` says what to check. Reported when the learner's
+    results equal ``wrong``'s on every case where ``wrong`` is wrong (at least one)."""
+
+    name: str
+    advice: str
+    wrong: Callable
+
+
+@dataclass
 class Exercise:
     name: str
     hint: str
     cases: Callable[[], Iterator[Case]]
     tolerance: float = 1e-6
+    mistakes: tuple[Mistake, ...] = ()
 
 
 EXERCISES: dict[str, Exercise] = {}
 
 
-def exercise(name: str, hint: str, tolerance: float = 1e-6):
+def exercise(name: str, hint: str, tolerance: float = 1e-6, mistakes: tuple[Mistake, ...] = ()):
     def register(fn: Callable[[], Iterator[Case]]):
-        EXERCISES[name] = Exercise(name, hint, fn, tolerance)
+        EXERCISES[name] = Exercise(name, hint, fn, tolerance, tuple(mistakes))
         return fn
     return register
 
@@ -57,12 +77,13 @@ def exercise(name: str, hint: str, tolerance: float = 1e-6):
 def _same(got, expected, tol: float) -> bool:
     if isinstance(expected, (float, np.floating)) or isinstance(got, (float, np.floating)):
         try:
-            return math.isclose(float(got), float(expected), rel_tol=tol, abs_tol=tol)
+            a, b = float(got), float(expected)
         except (TypeError, ValueError):
             return False
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol) or (math.isnan(a) and math.isnan(b))
     if isinstance(expected, np.ndarray):
         got = np.asarray(got)
-        return got.shape == expected.shape and np.allclose(got, expected, atol=tol)
+        return got.shape == expected.shape and np.allclose(got, expected, atol=tol, equal_nan=True)
     if isinstance(expected, (list, tuple)):
         if isinstance(got, np.ndarray):  # np.argsort(...)[:k] is as good as a list of ints
             got = got.tolist()
@@ -84,6 +105,67 @@ def _show(value, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+@dataclass
+class _Outcome:
+    """What one call gave: a result, or the exception it raised."""
+
+    result: Any = None
+    error: BaseException | None = None
+
+
+def _call(fn: Callable, case: Case) -> _Outcome:
+    # copies: a function that edits its input in place must not change later cases
+    try:
+        return _Outcome(fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs)))
+    except NotImplementedError:
+        raise
+    except (Exception, SystemExit) as err:  # the learner's bug: feedback, not a crash
+        return _Outcome(error=err)
+
+
+def _problem(out: _Outcome, case: Case, tol: float) -> str | None:
+    """None when ``out`` is right for ``case``, else the lines that say what was wrong."""
+    if out.error is not None:
+        return f"raised:   {_describe(out.error)}"
+    got = out.result
+    try:
+        if case.verify:
+            problem = case.verify(got)
+            if problem and "got:" not in problem:  # a property check: show the result too
+                problem = f"got:      {_show(got)}\n  problem:  {problem}"
+            return problem or None
+        if bool(_same(got, case.expected, tol)):
+            return None
+        return f"expected: {_show(case.expected)}\n  got:      {_show(got)}"
+    except Exception as err:  # a result of the wrong kind (None, an array, ...): feedback too
+        return f"got:      {_show(got)}, which could not be checked ({_describe(err)})"
+
+
+def _alike(a: _Outcome, b: _Outcome, tol: float) -> bool:
+    """Both raised the same kind of exception, or both returned equal results."""
+    if a.error is not None or b.error is not None:
+        return a.error is not None and b.error is not None and type(a.error) is type(b.error)
+    try:
+        return bool(_same(a.result, b.result, tol))
+    except Exception:
+        return False
+
+
+def _matching_mistakes(ex: Exercise, cases: list[Case], outcomes: list[_Outcome]) -> list[Mistake]:
+    """The mistakes whose wrong answers the learner gave on every case they make wrong."""
+    found = []
+    for mistake in ex.mistakes:
+        try:
+            wrong = [_call(mistake.wrong, c) for c in cases]
+        except NotImplementedError:
+            continue
+        differs = [i for i, (w, c) in enumerate(zip(wrong, cases, strict=True))
+                   if _problem(w, c, ex.tolerance)]
+        if differs and all(_alike(outcomes[i], wrong[i], ex.tolerance) for i in differs):
+            found.append(mistake)
+    return found
+
+
 def check(name: str, fn: Callable) -> bool:
     """Run exercise ``name`` against ``fn``; print feedback; return True when all cases pass.
 
@@ -100,42 +182,73 @@ def check(name: str, fn: Callable) -> bool:
         print(f"[check] {name}: FAILED (the grader could not build its cases: "
               f"{_describe(err)}); this is not your code's fault, please report it")
         return False
+    total = len(cases)
     if not callable(fn):
-        print(f"[check] {name}: FAILED (case 1 of {len(cases)})\n  got:      {_show(fn, 80)}, "
+        print(f"[check] {name}: FAILED ({total} of {total} cases)\n  got:      {_show(fn, 80)}, "
               f"which is not a function; pass the function itself, without calling it\n"
               f"  hint:     {ex.hint}")
         return False
-    for n, case in enumerate(cases, 1):
-        call = ", ".join([_show(a, 80) for a in case.args] +
-                         [f"{k}={_show(v, 80)}" for k, v in case.kwargs.items()])
-        try:
-            # copies: a function that edits its input in place must not change later cases
-            got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-        except NotImplementedError:
-            print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
-                  f"with your code; its message is a first hint)")
-            return False
-        except (Exception, SystemExit) as err:  # the learner's bug: feedback, not a crash
-            print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
-                  f"  raised:   {_describe(err)}\n  hint:     {ex.hint}")
-            return False
-        try:
-            if case.verify:
-                problem = case.verify(got)
-                if problem and "got:" not in problem:  # a property check: show the result too
-                    problem = f"got:      {_show(got)}\n  problem:  {problem}"
-            elif bool(_same(got, case.expected, ex.tolerance)):
-                problem = None
-            else:
-                problem = f"expected: {_show(case.expected)}\n  got:      {_show(got)}"
-        except Exception as err:  # a result of the wrong kind (None, an array, ...): feedback too
-            problem = f"got:      {_show(got)}, which could not be checked ({_describe(err)})"
-        if problem:
-            print(f"[check] {name}: FAILED (case {n} of {len(cases)})\n  input:    {call}\n"
-                  f"  {problem}\n  hint:     {ex.hint}")
-            return False
-    print(f"[check] {name}: PASSED ({len(cases)}/{len(cases)} cases)")
-    return True
+    try:
+        outcomes = [_call(fn, case) for case in cases]
+    except NotImplementedError:
+        print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
+              f"with your code; its message is a first hint)")
+        return False
+    problems = [_problem(out, c, ex.tolerance) for out, c in zip(outcomes, cases, strict=True)]
+    failed = [n for n, p in enumerate(problems) if p]
+    if not failed:
+        print(f"[check] {name}: PASSED ({total}/{total} cases)")
+        return True
+    first = failed[0]
+    case = cases[first]
+    call = ", ".join([_show(a, 80) for a in case.args] +
+                     [f"{k}={_show(v, 80)}" for k, v in case.kwargs.items()])
+    lines = [f"[check] {name}: FAILED ({len(failed)} of {total} cases)",
+             f"  first failing case ({first + 1} of {total}):",
+             f"  input:    {call}", f"  {problems[first]}"]
+    named = dict.fromkeys(f"  mistake:  your answer matches {m.name} — check {m.advice}"
+                          for m in _matching_mistakes(ex, cases, outcomes))
+    lines += list(named)
+    lines.append(f"  hint:     {ex.hint}")
+    print("\n".join(lines))
+    return False
+
+
+def _listing(names: tuple[str, ...], last: str) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (with ``last`` for "and"/"or")."""
+    return f" {last} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _culprit(err: BaseException, names: tuple[str, ...]) -> str | None:
+    """The innermost of ``names`` that the exception passed through, if any."""
+    inside = [f.name for f in traceback.extract_tb(err.__traceback__) if f.name in names]
+    return inside[-1] if inside else None
+
+
+@contextlib.contextmanager
+def trying(*names: str):
+    """For an ungraded "Try it" cell that uses your functions ``names``: run the cell's
+    body; when one of them is not written yet or fails, print one line that says which and
+    what went wrong, instead of a traceback.
+
+    >>> with trying("recall_at_k"):
+    ...     raise NotImplementedError
+    complete recall_at_k first
+    """
+    names = names or ("the exercises above",)
+    try:
+        yield
+    except NotImplementedError as err:
+        print(f"complete {_culprit(err, names) or _listing(names, 'and')} first")
+    except Exception as err:  # the learner's bug: one line of advice, no traceback
+        fn = _culprit(err, names)
+        if fn:
+            print(f"{fn} raised {_describe(err)}; run its check cell above to see the failing "
+                  f"case")
+        else:  # raised in the cell itself, on what the functions returned
+            print(f"{_describe(err)}, using what {_listing(names, 'or')} returned; run "
+                  f"{'its check cell' if len(names) == 1 else 'their check cells'} above to see "
+                  f"the failing case")
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,7 +267,10 @@ def _():
         yield Case((w.corpus_docs, w.tokens_per_doc), _cost.naive(w).input_tokens)
 
 
-@exercise("naive_dollars", "tokens / 1,000,000 x price per million")
+@exercise("naive_dollars", "tokens / 1,000,000 x price per million",
+          mistakes=(Mistake("a price per token", "the price is per million tokens: divide the "
+                            "token count by 1,000,000", lambda docs, tokens, price:
+                            docs * tokens * price),))
 def _():
     for w in _WORKLOADS:
         yield Case((w.corpus_docs, w.tokens_per_doc, w.price_per_million), _cost.naive(w).dollars)
@@ -162,7 +278,13 @@ def _():
 
 @exercise("parallel_latency",
           "calls run in waves of `parallelism`; a last, partial wave still takes a full call "
-          "(math.ceil)")
+          "(math.ceil)",
+          mistakes=(Mistake("waves not rounded up", "a last, partial wave still takes a whole "
+                            "call: math.ceil(docs / parallelism) waves",
+                            lambda docs, par, latency: docs / par * latency),
+                    Mistake("waves rounded down", "// drops the last, partial wave; it still "
+                            "takes a whole call: math.ceil",
+                            lambda docs, par, latency: docs // par * latency)))
 def _():
     for w in _WORKLOADS:
         yield Case((w.corpus_docs, w.parallelism, w.call_latency_s),
@@ -189,13 +311,22 @@ _WINDOWS = [(100_000, 500, 0), (100_000, 500, 100), (100_000, 500, 250), (500, 5
 
 @exercise("window_count",
           "no text, no window; one window if it all fits; otherwise count how many strides "
-          "(size - overlap) the remaining total - size needs, rounding up, plus the first window")
+          "(size - overlap) the remaining total - size needs, rounding up, plus the first window",
+          mistakes=(Mistake("a stride of size", "neighbours share `overlap` tokens, so each "
+                            "window starts size - overlap after the one before",
+                            lambda total, size, overlap: _chunking.window_count(total, size)),
+                    Mistake("the rough count ceil(total / stride)", "the first window covers "
+                            "size tokens; only the remaining total - size need strides",
+                            _chunking.rough_window_count)))
 def _():
     for args in _WINDOWS:
         yield Case(args, _chunking.window_count(*args))
 
 
-@exercise("rough_window_count", "ceil(total / stride), with stride = size - overlap")
+@exercise("rough_window_count", "ceil(total / stride), with stride = size - overlap",
+          mistakes=(Mistake("a stride of size", "the stride is size - overlap",
+                            lambda total, size, overlap:
+                            _chunking.rough_window_count(total, size)),))
 def _():
     for args in _WINDOWS:
         yield Case(args, _chunking.rough_window_count(*args))
@@ -203,7 +334,10 @@ def _():
 
 @exercise("sliding_windows",
           "start at 0, step by the stride, stop after the window that reaches n_tokens; "
-          "the last window ends exactly at n_tokens")
+          "the last window ends exactly at n_tokens",
+          mistakes=(Mistake("a stride of size", "each window starts size - overlap after the "
+                            "one before", lambda n, size, overlap:
+                            [tuple(w) for w in _chunking.sliding_windows(n, size)]),))
 def _():
     for n, size, overlap in _WINDOWS[3:] + [(10, 4, 1), (9, 3, 0)]:
         yield Case((n, size, overlap),
@@ -244,20 +378,39 @@ _VECS = [(np.array([3.0, 4.0]), np.array([4.0, 3.0])), (np.array([1.0, 0.0]), np
         [(_rng.normal(size=16), _rng.normal(size=16)) for _ in range(3)]
 
 
-@exercise("cosine", "dot product divided by the product of the two lengths (np.linalg.norm)")
+def _divide_quietly(a, by):
+    """``a / by`` as numpy does it, nan for 0 / 0, without the warning."""
+    with np.errstate(all="ignore"):
+        return np.asarray(a, dtype=np.float64) / by
+
+
+_RAW_DOT = "the raw dot product, not normalised"
+
+
+@exercise("cosine", "dot product divided by the product of the two lengths (np.linalg.norm)",
+          mistakes=(Mistake(_RAW_DOT, "divide the dot product by np.linalg.norm(a) * "
+                            "np.linalg.norm(b)", lambda a, b: float(np.dot(a, b))),))
 def _():
     for a, b in _VECS:
         yield Case((a, b), _sim.cosine(a, b))
 
 
-@exercise("normalise", "divide the vector by its length; leave an all-zero vector as it is")
+@exercise("normalise", "divide the vector by its length; leave an all-zero vector as it is",
+          mistakes=(Mistake("a division by the squared length", "the length is the square "
+                            "root of a @ a: np.linalg.norm(a)",
+                            lambda a: _divide_quietly(a, np.dot(a, a))),
+                    Mistake("the zero vector divided by 0", "a vector of length 0 has no "
+                            "direction: return it unchanged when np.linalg.norm(a) == 0",
+                            lambda a: _divide_quietly(a, np.linalg.norm(a)))))
 def _():
     for a, _b in _VECS + [(np.zeros(3), None)]:
         yield Case((a,), _sim.normalise(a))
 
 
 @exercise("distance_from_cosine",
-          "for unit vectors |a - b|^2 = 2 - 2 cos(a, b); take the square root")
+          "for unit vectors |a - b|^2 = 2 - 2 cos(a, b); take the square root",
+          mistakes=(Mistake("the squared distance", "2 - 2 cos is |a - b| squared: take its "
+                            "square root", lambda c: 2 - 2 * c),))
 def _():
     for c in (0.9, 0.5, 1.0, 0.0, -1.0, 0.25):
         yield Case((c,), _sim.distance_from_cosine(c))
@@ -265,7 +418,13 @@ def _():
 
 @exercise("top_k_by_inner_product",
           "once every vector has length 1 the inner product is the cosine; then you need the "
-          "positions of the k largest scores, best first")
+          "positions of the k largest scores, best first",
+          mistakes=(Mistake(_RAW_DOT, "divide each row of docs by its length before the "
+                            "product, or a long vector wins whatever it points at",
+                            lambda q, docs, k: [int(i) for i in np.argsort(-(docs @ q))[:k]]),
+                    Mistake("the k lowest scores", "np.argsort sorts from low to high: sort "
+                            "-scores, or reverse the order", lambda q, docs, k:
+                            [int(i) for i in np.argsort(_sim.cosine(q, docs)[0])[:k]])))
 def _():
     for seed, k in ((0, 3), (1, 5), (2, 1)):
         r = np.random.default_rng(seed)
@@ -291,7 +450,10 @@ def _retrieval_case(seed: int, n: int = 40, dim: int = 8):
 
 
 @exercise("top_k", "score every row against the query with one matrix product, then take the "
-                   "positions of the k highest scores, best first")
+                   "positions of the k highest scores, best first",
+          mistakes=(Mistake("the k lowest scores", "np.argsort sorts from low to high: sort "
+                            "-scores, or reverse the order",
+                            lambda q, m, k: [int(i) for i in np.argsort(m @ q)[:k]]),))
 def _():
     for seed, k in ((0, 1), (1, 5), (2, 40)):
         q, m, _ = _retrieval_case(seed)
@@ -300,7 +462,12 @@ def _():
 
 @exercise("filtered_top_k",
           "keep only the rows whose metadata has every key/value of `where`, rank just those, "
-          "and return their original row positions")
+          "and return their original row positions",
+          mistakes=(Mistake("positions among the kept rows", "return each row's position in "
+                            "the whole matrix: keep the list of kept row numbers and map back",
+                            lambda q, m, meta, where, k: _dense.top_k_rows(
+                                q, np.asarray(m)[[i for i, md in enumerate(meta) if all(
+                                    md.get(key) == v for key, v in where.items())]], k)),))
 def _():
     for seed, where, k in ((3, {"department": "security"}, 5), (4, {"status": "superseded"}, 10),
                            (5, {"department": "billing", "status": "current"}, 3),
@@ -311,7 +478,14 @@ def _():
 
 @exercise("postfilter",
           "first take the k * overfetch best rows of the whole matrix, then drop the ones "
-          "that fail the filter, then keep at most k — and see how few can be left")
+          "that fail the filter, then keep at most k — and see how few can be left",
+          mistakes=(Mistake("filtering before ranking", "a post-filter ranks the whole matrix, "
+                            "takes the k * overfetch best, and only then filters",
+                            lambda q, m, meta, where, k, over:
+                            _dense.top_k_rows(q, m, k, meta, where)),
+                    Mistake("no overfetch", "fetch k * overfetch rows before filtering",
+                            lambda q, m, meta, where, k, over:
+                            _dense.postfilter_rows(q, m, meta, where, k, 1))))
 def _():
     for seed, where, k, over in ((7, {"status": "superseded"}, 5, 1),
                                  (8, {"status": "superseded"}, 5, 4),
@@ -330,50 +504,135 @@ def _():
 
 # ---------------------------------------------------------------------------------------
 # Chapter 4: measuring retrieval
-_RANKED = [["a", "b", "c", "d", "e"], ["x", "y", "a", "b"], ["x", "y", "z"], ["b", "x", "a"], []]
-_RELEVANT = [{"a": 1}, {"a": 1, "b": 1}, {"q": 1}, {"a": 1, "b": 1, "c": 1}, {"a": 1}]
+# The first relevant document sits at rank 1, 3, none, 1, none, 2, 4: with k = 1, 2, 3 some
+# ranking has it exactly at rank k and another at k + 1, so a k off by one fails a case.
+# "b" graded 0 is not relevant; nothing relevant at all gives 0.0.
+_RANKED = [["a", "b", "c", "d", "e"], ["x", "y", "a", "b"], ["x", "y", "z"], ["b", "x", "a"], [],
+           ["x", "g", "y", "z"], ["x", "y", "z", "g", "h"], ["b", "a"], ["a", "b"]]
+_RELEVANT = [{"a": 1}, {"a": 1, "b": 1}, {"q": 1}, {"a": 1, "b": 1, "c": 1}, {"a": 1},
+             {"g": 1}, {"g": 1, "h": 1}, {"b": 0, "a": 1}, {}]
+
+
+def _shorter_k(metric):
+    """The k off by one: ``ranked[:k-1]``, one result fewer than asked for."""
+    return lambda relevant, ranked, k: metric(relevant, ranked[:k - 1], k)
+
+
+def _ignoring_k(metric):
+    """No cut at k: the whole ranking counts."""
+    return lambda relevant, ranked, k: metric(relevant, ranked, max(len(ranked), len(relevant), 1))
+
+
+def _recall_over_k(relevant, ranked, k):
+    """Wrong: divides by k, not by the number of relevant documents."""
+    return len({d for d, r in relevant.items() if r > 0}.intersection(ranked[:k])) / k
+
+
+def _rr_from_0(relevant, ranked, k):
+    """Wrong: ranks counted from 0, so the top result divides by zero."""
+    for rank, d in enumerate(ranked[:k]):
+        if relevant.get(d, 0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
+def _mean_of(rr):
+    """MRR built on a given reciprocal rank function."""
+    return lambda rels, rankeds, k: (sum(rr(r, d, k) for r, d in zip(rels, rankeds, strict=True))
+                                     / len(rels))
+
+
+def _mrr_over_found(rels, rankeds, k):
+    """Wrong: averages over the questions whose answer was found, not over all of them."""
+    rrs = [_ev.reciprocal_rank(r, d, k) for r, d in zip(rels, rankeds, strict=True)]
+    found = [x for x in rrs if x > 0]
+    return sum(found) / len(found) if found else 0.0
+
+
+def _ndcg_with(discount, cut_ideal=True):
+    """nDCG with another discount, or with the ideal ordering not cut at k."""
+    def ndcg(relevant, ranked, k):
+        dcg = lambda gains: sum(g / discount(r) for r, g in enumerate(gains, 1))  # noqa: E731
+        ideal = sorted((r for r in relevant.values() if r > 0), reverse=True)
+        best = dcg(ideal[:k] if cut_ideal else ideal)
+        return dcg([relevant.get(d, 0) for d in ranked[:k]]) / best if best > 0 else 0.0
+    return ndcg
+
+
+_K_SHORT = ("a k off by one (ranked[:k-1])", "the first k results are ranked[:k]: rank k is "
+            "included and rank k + 1 is not")
+_K_IGNORED = ("no cut at k", "only the first k results count: slice with ranked[:k]")
+_RECALL_MISTAKES = (Mistake(*_K_SHORT, _shorter_k(_ev.recall_at_k)),
+                    Mistake(*_K_IGNORED, _ignoring_k(_ev.recall_at_k)),
+                    Mistake("recall divided by k", "recall divides by the number of relevant "
+                            "documents, not by k (that would be precision)", _recall_over_k))
+_RR_MISTAKES = (Mistake(*_K_SHORT, _shorter_k(_ev.reciprocal_rank)),
+                Mistake(*_K_IGNORED, _ignoring_k(_ev.reciprocal_rank)),
+                Mistake("ranks counted from 0", "enumerate(..., 1): the top result has rank 1, "
+                        "so its reciprocal rank is 1.0", _rr_from_0))
 
 
 @exercise("recall_at_k",
-          "of the relevant documents, what share appears in the first k of the ranking?")
+          "of the relevant documents, what share appears in the first k of the ranking?",
+          mistakes=_RECALL_MISTAKES)
 def _():
     for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
-        for k in (1, 3, 5):
+        for k in (1, 2, 3, 5):
             yield Case((rel, ranked, k), _ev.recall_at_k(rel, ranked, k))
 
 
-@exercise("hit_at_k", "1.0 if at least one relevant document is in the first k, else 0.0")
+@exercise("hit_at_k", "1.0 if at least one relevant document is in the first k, else 0.0",
+          mistakes=(Mistake(*_K_SHORT, _shorter_k(_ev.hit_at_k)),
+                    Mistake(*_K_IGNORED, _ignoring_k(_ev.hit_at_k)),
+                    Mistake("grade 0 counted as relevant", "a document is relevant only when "
+                            "its grade is above 0",
+                            lambda rel, ranked, k: float(any(d in rel for d in ranked[:k])))))
 def _():
     for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
-        for k in (1, 2, 5):
+        for k in (1, 2, 3, 5):
             yield Case((rel, ranked, k), _ev.hit_at_k(rel, ranked, k))
 
 
 @exercise("reciprocal_rank", "walk down the first k results; at the first relevant one return "
-                             "1 / its rank (ranks count from 1); none found -> 0.0")
+                             "1 / its rank (ranks count from 1); none found -> 0.0",
+          mistakes=_RR_MISTAKES)
 def _():
     for rel, ranked in zip(_RELEVANT, _RANKED, strict=True):
-        for k in (1, 3, 10):
+        for k in (1, 2, 3, 10):
             yield Case((rel, ranked, k), _ev.reciprocal_rank(rel, ranked, k))
 
 
 @exercise("mean_reciprocal_rank",
           "the mean over queries of the reciprocal rank; the chapter's worked example "
-          "(first correct at ranks 1, 3, 2, not found, 1) gives 0.567")
+          "(first correct at ranks 1, 3, 2, not found, 1) gives 0.567",
+          mistakes=tuple(Mistake(m.name, m.advice + " (in reciprocal_rank, which MRR calls)",
+                                 _mean_of(m.wrong)) for m in _RR_MISTAKES) +
+          (Mistake("the mean over the questions answered", "divide by the number of questions: "
+                   "one whose answer is not found counts as 0", _mrr_over_found),))
 def _():
     worked = [["g", "a"], ["a", "b", "g"], ["a", "g"], ["a", "b", "c"], ["g"]]
-    yield Case(([{"g": 1}] * 5, worked, 10), _ev.mean_reciprocal_rank([{"g": 1}] * 5, worked, 10))
-    yield Case((_RELEVANT, _RANKED, 10), _ev.mean_reciprocal_rank(_RELEVANT, _RANKED, 10))
+    for k in (10, 1, 2, 3):
+        yield Case(([{"g": 1}] * 5, worked, k), _ev.mean_reciprocal_rank([{"g": 1}] * 5, worked, k))
+    for k in (10, 1, 2, 3):
+        yield Case((_RELEVANT, _RANKED, k), _ev.mean_reciprocal_rank(_RELEVANT, _RANKED, k))
 
 
 @exercise("ndcg_at_k",
           "DCG sums relevance / log2(rank + 1) over the first k; divide by the DCG of the best "
-          "possible ordering of the relevant documents")
+          "possible ordering of the relevant documents",
+          mistakes=(Mistake(*_K_SHORT, _shorter_k(_ev.ndcg_at_k)),
+                    Mistake(*_K_SHORT, lambda rel, ranked, k: _ev.ndcg_at_k(rel, ranked, k - 1)),
+                    Mistake(*_K_IGNORED, _ignoring_k(_ev.ndcg_at_k)),
+                    Mistake("a discount of log2(rank)", "the discount is log2(rank + 1) with "
+                            "ranks from 1 (log2(i + 2) with i from 0), so rank 1 counts in full",
+                            _ndcg_with(math.log2)),
+                    Mistake("an ideal DCG not cut at k", "the ideal ordering is cut to its "
+                            "first k grades too", _ndcg_with(lambda r: math.log2(r + 1), False))))
 def _():
     graded = [{"a": 3, "b": 1}, {"c": 2, "a": 1}]
-    extra = [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"])]
+    extra = [(graded[0], ["b", "x", "a"]), (graded[1], ["a", "c"]), (graded[1], ["x", "c", "a"])]
     for rel, ranked in list(zip(_RELEVANT, _RANKED, strict=True)) + extra:
-        for k in (1, 3, 10):
+        for k in (1, 2, 3, 10):
             yield Case((rel, ranked, k), _ev.ndcg_at_k(rel, ranked, k))
 
 
@@ -385,7 +644,10 @@ from .types import Hit as _Hit  # noqa: E402
 
 
 @exercise("bm25_idf", "Lucene's IDF: the log of 1 + (N - n + 0.5) / (n + 0.5); it stays above zero "
-                      "even for a term in every document")
+                      "even for a term in every document",
+          mistakes=(Mistake("the classic IDF without the 1 +", "Lucene adds 1 inside the "
+                            "log, so a term in most documents does not score below zero",
+                            lambda n_docs, df: math.log((n_docs - df + 0.5) / (df + 0.5))),))
 def _():
     for n_docs, df in ((1000, 1), (1000, 10), (1000, 500), (1000, 1000), (3, 2), (10_370, 4_321)):
         yield Case((n_docs, df), _bm25.idf_lucene(n_docs, df))
@@ -393,7 +655,14 @@ def _():
 
 @exercise("bm25_term_score",
           "idf times a saturating tf: tf / (tf + k1 * (1 - b + b * doc_len / avgdl)); b decides "
-          "how much longer-than-average documents are penalised")
+          "how much longer-than-average documents are penalised",
+          mistakes=(Mistake("the (k1 + 1) factor", "Lucene's BM25, the one this workbook "
+                            "uses, drops the constant (k1 + 1) from the numerator",
+                            lambda tf, dl, avgdl, idf, k1, b:
+                            _bm25.term_weight(tf, dl, avgdl, idf, k1, b) * (k1 + 1)),
+                    Mistake("doc_len / avgdl upside down", "a longer-than-average document "
+                            "is penalised: b * doc_len / avgdl", lambda tf, dl, avgdl, idf, k1, b:
+                            _bm25.term_weight(tf, avgdl, dl, idf, k1, b))))
 def _():
     for args in ((1, 100, 100, 2.0, 1.2, 0.75), (5, 100, 100, 2.0, 1.2, 0.75),
                  (3, 400, 100, 1.5, 1.2, 0.75), (3, 400, 100, 1.5, 1.2, 0.0),
@@ -406,12 +675,28 @@ def _rrf_ids(rankings, k):
     return [(h.id, h.score) for h in _fusion.reciprocal_rank_fusion(hits, rrf_k=k)]
 
 
+def _rrf_variant(first_rank: int, ties_by_id: bool):
+    """RRF with ranks counted from ``first_rank``, ties broken by id or left as first seen."""
+    def rrf(rankings, k):
+        totals = {}
+        for ranking in rankings:
+            for rank, doc in enumerate(ranking, first_rank):
+                totals[doc] = totals.get(doc, 0.0) + 1.0 / (k + rank)
+        return sorted(totals.items(), key=lambda t: (-t[1], t[0]) if ties_by_id else -t[1])
+    return rrf
+
+
 @exercise("rrf", "each list adds 1 / (k + rank) to a document it contains, ranks counting from 1; "
-                 "sort by the total, highest first, ties by id")
+                 "sort by the total, highest first, ties by id",
+          mistakes=(Mistake("ranks counted from 0", "enumerate(ranking, 1): the top document "
+                            "adds 1 / (k + 1)", _rrf_variant(0, True)),
+                    Mistake("ties left in the order first seen", "sort with a key of "
+                            "(-total, id), so equal totals come out by id",
+                            _rrf_variant(1, False))))
 def _():
     for rankings, k in (([["a", "b", "c"], ["b", "a"]], 60), ([["a", "b", "c"], ["c", "d"]], 60),
                         ([["x"], [], ["y", "x"]], 60), ([["a", "b"], ["b", "a"]], 0),
-                        ([["p", "q", "r"]], 1)):
+                        ([["p", "q", "r"]], 1), ([["b", "a"], ["a", "b"]], 60)):
         yield Case((rankings, k), _rrf_ids(rankings, k))
 
 
@@ -427,7 +712,17 @@ def _():
 
 
 @exercise("minmax_normalise", "map the smallest score to 0 and the largest to 1; if all scores are "
-                              "equal, give every one 1.0")
+                              "equal, give every one 1.0",
+          mistakes=(Mistake("no special case for equal scores", "when the highest equals the "
+                            "lowest, hi - lo is 0: give every score 1.0 instead of dividing",
+                            lambda s: [(x - min(s)) / (max(s) - min(s)) for x in s]),
+                    Mistake("no special case for equal scores", "when the highest equals the "
+                            "lowest, hi - lo is 0: give every score 1.0 instead of dividing",
+                            lambda s: list(_divide_quietly(np.subtract(s, min(s)),
+                                                           max(s) - min(s)))),
+                    Mistake("equal scores given 0.0", "when all scores are equal every one is "
+                            "the best: 1.0", lambda s: [0.0] * len(s) if max(s) == min(s)
+                            else _fusion.minmax_normalise(s))))
 def _():
     for scores in ([3.0, 1.0, 2.0], [12.5, 7.25, 0.5, 9.0], [0.42], [2.0, 2.0], [-1.0, 0.0, 1.0]):
         yield Case((scores,), _fusion.minmax_normalise(scores))
@@ -440,11 +735,15 @@ from . import rerank as _rerank  # noqa: E402
 
 @exercise("thresholded_rerank",
           "order the candidates by the reranker's score (ties: original order), keep those at or "
-          "above the threshold, and at most k of them — an empty list is a valid answer")
+          "above the threshold, and at most k of them — an empty list is a valid answer",
+          mistakes=(Mistake("a strict threshold (>)", "a score equal to the threshold is kept: "
+                            ">=", lambda ids, scores, k, th: [ids[i] for i in
+                                                 _rerank.rerank_positions(
+                                                     scores, k, math.nextafter(th, math.inf))]),))
 def _():
     ids = ["c1", "c2", "c3", "c4", "c5"]
     scores = [0.20, 0.91, 0.35, 0.91, 0.05]
-    for k, th in ((3, 0.0), (3, 0.3), (2, 0.9), (5, 0.95), (1, 0.3)):
+    for k, th in ((3, 0.0), (3, 0.3), (2, 0.9), (5, 0.95), (1, 0.3), (5, 0.35)):
         yield Case((ids, scores, k, th), [ids[i] for i in _rerank.rerank_positions(scores, k, th)])
 
 
@@ -457,7 +756,9 @@ def _():
 
 
 @exercise("max_window_score", "a passage is as relevant as its best window: the max of its window "
-                              "scores, one number per passage")
+                              "scores, one number per passage",
+          mistakes=(Mistake("the mean of the windows", "one good window is enough: take the "
+                            "max, not the mean", lambda s: [sum(w) / len(w) for w in s]),))
 def _():
     for scores in ([[0.1, 0.7, 0.3]], [[0.2], [0.5, 0.4], [0.9, 0.1, 0.1, 0.2]], [[-0.2, -0.1]]):
         yield Case((scores,), _rerank.max_window_scores(scores))
@@ -465,7 +766,13 @@ def _():
 
 @exercise("candidates_for_budget",
           "how many (query, passage) pairs fit in the latency budget? whole candidates only "
-          "(round down), never more than are available")
+          "(round down), never more than are available",
+          mistakes=(Mistake("no cap at the number available", "you cannot rerank more than "
+                            "retrieval returned: min(..., available)",
+                            lambda ms, budget, available: int(budget // ms)),
+                    Mistake("rounding to the nearest", "a pair that does not fully fit is over "
+                            "budget: round down (//)", lambda ms, budget, available:
+                            min(available, round(budget / ms)))))
 def _():
     for ms_per_pair, budget, available in ((2.0, 100.0, 50), (2.0, 100.0, 30), (3.0, 100.0, 80),
                                            (7.5, 5.0, 50), (1.0, 250.0, 100)):
@@ -500,7 +807,10 @@ def _():
 
 @exercise("span_to_characters",
           "token i covers characters offsets[i][0] to offsets[i][1] of the context; the span runs "
-          "from the first token's start to the last token's end")
+          "from the first token's start to the last token's end",
+          mistakes=(Mistake("the span cut at the last token's start", "the span ends where "
+                            "its last token ends: offsets[end][1]", lambda ctx, offsets, i, j:
+                            (ctx[offsets[i][0]:offsets[j][0]], offsets[i][0], offsets[j][0])),))
 def _():
     context = ("Enterprise annual contracts carry a 14-day refund window measured from the "
                "invoice date.")
@@ -512,7 +822,11 @@ def _():
 
 @exercise("windows_with_stride",
           "windows of at most `size` tokens; each starts `size - stride` tokens after the previous "
-          "(so neighbours share `stride` tokens); stop once a window reaches the end")
+          "(so neighbours share `stride` tokens); stop once a window reaches the end",
+          mistakes=(Mistake("stride taken as the step", "the tokenizer's stride is how many "
+                            "tokens neighbours share; the step is size - stride",
+                            lambda n, size, stride:
+                            _chunking.sliding_windows(n, size, overlap=size - stride)),))
 def _():
     for n, size, stride in ((10, 4, 1), (100, 30, 10), (30, 30, 5), (7, 10, 2), (50, 16, 8)):
         # the tokenizer's `stride` is the tokens neighbours share: a sliding window's overlap
@@ -520,7 +834,10 @@ def _():
 
 
 @exercise("abstain_below",
-          "answer only when the best span's score clears the threshold; otherwise return None")
+          "answer only when the best span's score clears the threshold; otherwise return None",
+          mistakes=(Mistake("a strict threshold (>)", "a score equal to the threshold answers: "
+                            ">=", lambda spans, th: _readers.answer_or_abstain(
+                                spans, math.nextafter(th, math.inf))),))
 def _():
     spans = [("14-day", 0.62), ("30 days", 0.21), ("invoice date", 0.05)]
     for th in (0.5, 0.7, 0.0, 0.62):
@@ -557,7 +874,13 @@ def _():
 
 @exercise("is_abstention",
           "the model abstains only when the whole reply is the exact string NOT_IN_CONTEXT "
-          "(surrounding spaces and a final full stop allowed)")
+          "(surrounding spaces and a final full stop allowed)",
+          mistakes=(Mistake("a search anywhere in the reply", "only a reply that is exactly "
+                            "the marker abstains; a sentence that mentions it does not",
+                            lambda reply: "NOT_IN_CONTEXT" in reply),
+                    Mistake("a case-insensitive match", "the marker is exact and upper case",
+                            lambda reply: reply.strip().rstrip(".").strip().upper()
+                            == "NOT_IN_CONTEXT")))
 def _():
     for reply in ("NOT_IN_CONTEXT", " NOT_IN_CONTEXT.\n", "not_in_context",
                   "The answer is NOT_IN_CONTEXT",
@@ -607,7 +930,13 @@ def _prepared(confidence, docs, span_scores):
           "check in the pipeline's order: nothing retrieved -> no_candidates; a min_score is set "
           "and the confidence is below it -> low_confidence; a reader floor is set and "
           "the best span scores below it -> reader_abstained; otherwise None (a score equal to "
-          "its threshold passes)")
+          "its threshold passes)",
+          mistakes=(Mistake("a threshold that rejects an equal score (<=)", "escalate only "
+                            "below the threshold: a score equal to it passes",
+                            lambda n, conf, best, th, floor: "no_candidates" if n == 0
+                            else "low_confidence" if th is not None and conf <= th
+                            else "reader_abstained" if floor is not None and best <= floor
+                            else None),))
 def _():
     for n, conf, best, th, floor in ((0, None, 0.0, 0.5, None), (0, 0.9, 0.9, None, None),
                                      (3, 0.42, 0.7, 0.45, None), (3, 0.45, 0.7, 0.45, None),
@@ -634,7 +963,10 @@ _TRACE = [{"name": "condense", "seconds": 0.0, "ids": [], "scores": [], "detail"
 
 @exercise("gold_ranks",
           "skip the condense stage; for every other stage find the position (from 1) of the "
-          "first of its ids that is a gold id, or None when it passed on no gold id")
+          "first of its ids that is a gold id, or None when it passed on no gold id",
+          mistakes=(Mistake("ranks counted from 0", "enumerate(ids, 1): the first id has rank 1",
+                            lambda trace, gold: {s: r if r is None else r - 1 for s, r in
+                                                 _pipeline.gold_ranks(trace, gold).items()}),))
 def _():
     for gold in ({"g:0-9"}, {"a:0-9"}, {"c:0-9", "g:0-9"}, {"z:0-9"}, set()):
         yield Case((_TRACE, gold), _pipeline.gold_ranks(_TRACE, gold))
@@ -756,7 +1088,10 @@ def _():
 
 @exercise("bytes_per_vector",
           "dim numbers of 4 (float32), 2 (float16) or 1 (int8) bytes; binary is one bit per "
-          "number; product quantisation keeps one byte per sub-vector: pq_m bytes")
+          "number; product quantisation keeps one byte per sub-vector: pq_m bytes",
+          mistakes=(Mistake("a byte per number for binary", "binary keeps one bit per number: "
+                            "dim / 8 bytes", lambda dim, encoding, pq_m: dim if encoding ==
+                            "binary" else _sizing.bytes_per_vector(dim, encoding, pq_m)),))
 def _():
     for dim, encoding, pq_m in ((384, "float32", None), (1536, "float32", None),
                                 (768, "float16", None), (384, "int8", None),
@@ -766,7 +1101,11 @@ def _():
 
 @exercise("hnsw_graph_bytes",
           "4 bytes per link: 2*M links on the bottom layer, plus M links on each upper layer, "
-          "which add up to M / (M - 1) links on average")
+          "which add up to M / (M - 1) links on average",
+          mistakes=(Mistake("the bottom layer only", "the upper layers add M / (M - 1) links "
+                            "per node on average", lambda m: 4 * 2 * m),
+                    Mistake("links, not bytes", "each link is a 4-byte id: multiply by 4",
+                            lambda m: 2 * m + m / (m - 1))))
 def _():
     for m in (16, 32, 8, 48, 2):
         yield Case((m,), _sizing.hnsw_graph_bytes(m))
@@ -774,7 +1113,12 @@ def _():
 
 @exercise("shards_needed",
           "each machine may use only fill * node_bytes; divide and round up (math.ceil), and "
-          "never answer fewer than 1")
+          "never answer fewer than 1",
+          mistakes=(Mistake("no floor of one machine", "even an empty index needs a machine: "
+                            "max(1, ...)", lambda total, node, fill:
+                            math.ceil(total / (node * fill))),
+                    Mistake("rounded down", "a partial machine is a whole machine: math.ceil",
+                            lambda total, node, fill: max(1, int(total // (node * fill))))))
 def _():
     gib = 2**30
     for total, node, fill in ((16.7e9, 64 * gib, 0.7), (167e9, 64 * gib, 0.7),
@@ -785,7 +1129,10 @@ def _():
 
 @exercise("overlap_at_k",
           "compare the sets of the first k ids of each list and divide the shared count by k "
-          "(by the longer list's length when both have fewer than k); two empty lists agree: 1.0")
+          "(by the longer list's length when both have fewer than k); two empty lists agree: 1.0",
+          mistakes=(Mistake("always dividing by k", "when both lists have fewer than k ids, "
+                            "divide by the longer one's length; two empty lists agree (1.0)",
+                            lambda a, b, k: len(set(a[:k]) & set(b[:k])) / k),))
 def _():
     for a, b, k in ((["a", "b", "c"], ["c", "a", "d"], 3), (["a", "b", "c"], ["c", "b", "a"], 3),
                     (["a", "b", "c", "d"], ["a", "x", "y", "z"], 2),
@@ -868,9 +1215,28 @@ def _():
                _contextual.section_path(_Document("p", "Plain text, no headings."), 5))
 
 
+def _fit_whole(lengths, budget, skip):
+    """Whole hits only, stopping at (or, with ``skip``, passing over) one that does not fit."""
+    out, left = [], budget
+    for n in lengths:
+        if n > left and not skip:
+            break
+        if n <= left:
+            out.append(n)
+            left -= n
+    return out
+
+
 @exercise("fit_budget",
           "take each hit whole while it fits in what is left of the budget; the first that does "
-          "not fit gets only what is left (if anything is); nothing after it")
+          "not fit gets only what is left (if anything is); nothing after it",
+          mistakes=(Mistake("the hit that does not fit dropped", "the first hit that does not "
+                            "fit is cut to what is left, not left out", lambda lengths, budget:
+                            _fit_whole(lengths, budget, skip=False)),
+                    Mistake("a hit that does not fit skipped", "stop after the first hit that "
+                            "does not fit (cut to what is left): later, shorter hits are less "
+                            "relevant", lambda lengths, budget:
+                            _fit_whole(lengths, budget, skip=True))))
 def _():
     for lengths, budget in (([200, 200, 200], 512), ([256, 256], 512), ([1000, 50], 256),
                             ([100, 300, 50], 350), ([40, 60], 1024), ([300, 10], 300)):

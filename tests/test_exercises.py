@@ -105,9 +105,11 @@ def test_wrong_answer_shows_input_expected_and_got(capsys):
     assert check("window_count", rough_window_count) is False
     out = capsys.readouterr().out
     # the rough count agrees until 50% overlap: the first failing case is (100000, 500, 250)
-    assert "[check] window_count: FAILED (case 3 of" in out
+    assert re.match(r"\[check\] window_count: FAILED \(\d+ of \d+ cases\)\n", out), out
+    assert "first failing case (3 of" in out
     assert "input:    100000, 500, 250" in out
     assert "expected: 399" in out and "got:      400" in out
+    assert "your answer matches the rough count" in out
     assert "hint:" in out
 
 
@@ -117,8 +119,9 @@ def test_unrelated_exception_is_feedback_not_a_crash(capsys):
 
     assert check("window_count", broken) is False
     out = capsys.readouterr().out
-    assert "[check] window_count: FAILED (case 1 of" in out
-    assert "raised:   ZeroDivisionError" in out
+    n = len(list(grading.EXERCISES["window_count"].cases()))
+    assert f"[check] window_count: FAILED ({n} of {n} cases)" in out   # one raise stops nothing
+    assert "first failing case (1 of" in out and "raised:   ZeroDivisionError" in out
 
 
 @pytest.mark.parametrize("name,result", [("top_k_by_inner_product", None),  # forgot `return`
@@ -127,7 +130,8 @@ def test_unrelated_exception_is_feedback_not_a_crash(capsys):
 def test_result_of_the_wrong_kind_is_feedback_not_a_crash(capsys, name, result):
     assert check(name, lambda *args: result) is False
     out = capsys.readouterr().out
-    assert f"[check] {name}: FAILED (case 1 of" in out and "got:" in out
+    assert f"[check] {name}: FAILED (" in out and "first failing case (1 of" in out
+    assert "got:" in out
 
 
 def test_not_implemented_and_pass_and_unknown(capsys):
@@ -190,11 +194,13 @@ BAD_LEARNERS = {
 @pytest.mark.parametrize("learner", sorted(BAD_LEARNERS))
 @pytest.mark.parametrize("name", sorted(grading.EXERCISES))
 def test_check_never_raises_and_always_gives_feedback(capsys, name, learner):
-    """Whatever the learner's function does, check prints a FAILED report for the first
-    case (input, what went wrong, hint) and returns False; it never raises."""
+    """Whatever the learner's function does, check prints a FAILED report with the count of
+    failed cases and the first in detail (input, what went wrong, hint) and returns False; it
+    never raises."""
     assert check(name, BAD_LEARNERS[learner]) is False
     out = capsys.readouterr().out
-    assert out.startswith(f"[check] {name}: FAILED (case 1 of "), out
+    assert re.match(rf"\[check\] {name}: FAILED \(\d+ of \d+ cases\)\n", out), out
+    assert "first failing case (1 of" in out, out
     assert "input:" in out and "hint:" in out and ("got:" in out or "raised:" in out), out
 
 
@@ -254,3 +260,123 @@ def test_every_worked_solution_passes_and_every_blank_is_not_implemented(capsys)
         assert check(name, functions[name]) is True, capsys.readouterr().out
         assert check(name, blank) is False
         assert "NOT IMPLEMENTED" in capsys.readouterr().out
+
+
+# -- feedback that teaches: how many cases failed, and which common mistake it looks like ----
+
+MISTAKES = [(name, m) for name, ex in sorted(grading.EXERCISES.items()) for m in ex.mistakes]
+
+
+def test_the_graders_know_common_mistakes():
+    named = {n for n, _ in MISTAKES}
+    for name in ("rrf", "recall_at_k", "hit_at_k", "reciprocal_rank", "mean_reciprocal_rank",
+                 "ndcg_at_k", "window_count", "cosine"):
+        assert name in named, f"{name} has no common mistakes registered"
+
+
+@pytest.mark.parametrize("name,mistake", MISTAKES,
+                         ids=[f"{n}: {m.name}" for n, m in MISTAKES])
+def test_every_mistake_is_reported_by_name(capsys, name, mistake):
+    """Each wrong key differs from the answer key on some case, and a learner who makes
+    that mistake gets the count of failed cases and the named advice."""
+    assert check(name, mistake.wrong) is False
+    out = capsys.readouterr().out
+    total = len(list(grading.EXERCISES[name].cases()))
+    assert re.match(rf"\[check\] {name}: FAILED \(\d+ of {total} cases\)\n", out), out
+    assert f"mistake:  your answer matches {mistake.name} — check {mistake.advice}" in out, out
+
+
+def _first_hit_rank(relevant, ranked, start=1):
+    return next((r for r, d in enumerate(ranked, start) if relevant.get(d, 0) > 0), None)
+
+
+def rr_k_short(relevant, ranked, k):            # `ranked[:k-1]`: the hole MRR used to let by
+    rank = _first_hit_rank(relevant, ranked[:k - 1])
+    return 1.0 / rank if rank else 0.0
+
+
+def rr_from_0(relevant, ranked, k):
+    rank = _first_hit_rank(relevant, ranked[:k], start=0)
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def mrr_of(rr):
+    def mrr(rels, rankeds, k):
+        return sum(rr(r, d, k) for r, d in zip(rels, rankeds, strict=True)) / len(rels)
+    return mrr
+
+
+def recall_over_k(relevant, ranked, k):
+    return sum(1 for d in set(ranked[:k]) if relevant.get(d, 0) > 0) / k
+
+
+def recall_k_short(relevant, ranked, k):
+    wanted = [d for d, r in relevant.items() if r > 0]
+    return sum(d in ranked[:k - 1] for d in wanted) / len(wanted) if wanted else 0.0
+
+
+def hit_k_short(relevant, ranked, k):
+    return 1.0 if any(relevant.get(d, 0) > 0 for d in ranked[:k - 1]) else 0.0
+
+
+def ndcg_log2_rank(relevant, ranked, k):        # i from 0 with log2(i + 1): log2(rank)
+    def dcg(gains):
+        return sum(g / math.log2(i + 1) for i, g in enumerate(gains))
+    best = dcg(sorted((r for r in relevant.values() if r > 0), reverse=True)[:k])
+    return dcg([relevant.get(d, 0) for d in ranked[:k]]) / best if best else 0.0
+
+
+def rrf_from_0(rankings, k):
+    totals = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking):
+            totals[doc] = totals.get(doc, 0.0) + 1.0 / (k + rank)
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+
+def window_count_stride_size(total, size, overlap):
+    return 0 if total <= 0 else 1 if total <= size else math.ceil((total - size) / size) + 1
+
+
+HAND_WRITTEN = [  # (exercise, a learner's own wrong function, the mistake it should be named)
+    ("reciprocal_rank", rr_k_short, "a k off by one"),
+    ("mean_reciprocal_rank", mrr_of(rr_k_short), "a k off by one"),
+    ("reciprocal_rank", rr_from_0, "ranks counted from 0"),
+    ("mean_reciprocal_rank", mrr_of(rr_from_0), "ranks counted from 0"),
+    ("recall_at_k", recall_over_k, "recall divided by k"),
+    ("recall_at_k", recall_k_short, "a k off by one"),
+    ("hit_at_k", hit_k_short, "a k off by one"),
+    ("ndcg_at_k", ndcg_log2_rank, "a discount of log2(rank)"),
+    ("rrf", rrf_from_0, "ranks counted from 0"),
+    ("window_count", window_count_stride_size, "a stride of size"),
+    ("cosine", lambda a, b: float(a @ b), "the raw dot product"),
+]
+
+
+@pytest.mark.parametrize("name,fn,mistake", HAND_WRITTEN,
+                         ids=[f"{n}: {m}" for n, _, m in HAND_WRITTEN])
+def test_a_learners_own_wrong_code_is_recognised(capsys, name, fn, mistake):
+    assert check(name, fn) is False
+    out = capsys.readouterr().out
+    assert re.match(rf"\[check\] {name}: FAILED \(\d+ of \d+ cases\)\n", out), out
+    assert f"your answer matches {mistake}" in out, out
+
+
+def test_an_unrelated_wrong_answer_names_no_mistake(capsys):
+    assert check("recall_at_k", lambda relevant, ranked, k: 0.5) is False
+    out = capsys.readouterr().out
+    assert "FAILED (" in out and "matches" not in out
+
+
+def test_a_raise_in_one_case_does_not_stop_the_count(capsys):
+    def fails_twice(relevant, ranked, k):   # right except for an empty ranking
+        if not ranked:
+            raise IndexError("list index out of range")
+        return grading._ev.recall_at_k(relevant, ranked, k)
+
+    assert check("recall_at_k", fails_twice) is False
+    out = capsys.readouterr().out
+    empty = sum(1 for c in grading.EXERCISES["recall_at_k"].cases() if not c.args[1])
+    assert out.startswith(f"[check] recall_at_k: FAILED ({empty} of "), out
+    assert "raised:   IndexError: list index out of range" in out
+
