@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ragbook.grading import check
+from ragbook.grading import check, trying
 
 # %% [markdown]
 # ## 1. Cosine similarity
@@ -161,10 +161,7 @@ stretch = 20.0
 docs[4] *= stretch
 queries = rng.normal(size=(200, 8))
 raw_wins = int(np.sum(np.argmax(queries @ docs.T, axis=1) == 4))
-try:
+print(f"document 4 ranks first for {raw_wins}/200 queries by raw dot product")
+with trying("top_k_by_inner_product"):
     cos_wins = sum(top_k_by_inner_product(q, docs, 1) == [4] for q in queries)
-    print(f"document 4 ranks first for {raw_wins}/200 queries by raw dot product, "
-          f"{cos_wins}/200 after normalising")
-except NotImplementedError:
-    print(f"document 4 ranks first for {raw_wins}/200 queries by raw dot product; "
-          f"complete top_k_by_inner_product to compare")
+    print(f"and for {cos_wins}/200 after normalising")

@@ -33,7 +33,7 @@
 # %%
 import math
 
-from ragbook.grading import check
+from ragbook.grading import check, trying
 
 # %% [markdown]
 # ## 1. BM25's IDF
@@ -235,11 +235,9 @@ rand = random.Random(5)
 dense = [f"d{i:02d}" for i in range(100)]  # the dense channel's top 100
 target = "kb-err-conn-4021"
 keyword = rand.sample(dense[:50], 29) + [target] + [f"k{i:02d}" for i in range(70)]
-try:
+with trying("rrf", "rescued_documents"):
     for depth in (100, 20):
         fused = [doc for doc, _ in rrf([dense, keyword[:depth]], 60)]
         where = fused.index(target) + 1 if target in fused else "not fused"
         print(f"keyword depth {depth:>3}: BM25 rank 30, dense rank none, fused rank {where}; "
               f"rescued in the fused top 50: {rescued_documents(dense, keyword[:depth], fused, 50)}")
-except NotImplementedError:
-    print("complete rrf and rescued_documents first")

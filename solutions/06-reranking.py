@@ -32,7 +32,7 @@
 # you the input, the expected value and what you returned.
 
 # %%
-from ragbook.grading import check
+from ragbook.grading import check, trying
 
 # %% [markdown]
 # ## 1. Rerank with a threshold
@@ -176,11 +176,9 @@ ids = [f"c{i:02d}" for i in range(1, 51)]  # retrieval order
 answerable = [round(rand.uniform(0.0, 0.25), 3) for _ in ids]
 answerable[37] = 0.82  # c38, the passage with the answer
 unanswerable = [round(rand.uniform(0.0, 0.25), 3) for _ in ids]
-try:
+with trying("candidates_for_budget", "thresholded_rerank"):
     for budget in (20, 50, 100, 200):
         n = candidates_for_budget(2.0, budget, len(ids))
         top = thresholded_rerank(ids[:n], answerable[:n], 3, 0.3)
         print(f"budget {budget:>3} ms: rerank {n:>2} candidates -> {top}")
     print("no answer in the corpus ->", thresholded_rerank(ids, unanswerable, 3, 0.3))
-except NotImplementedError:
-    print("complete candidates_for_budget and thresholded_rerank first")

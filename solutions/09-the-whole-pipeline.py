@@ -32,7 +32,7 @@
 # %%
 import re
 
-from ragbook.grading import check
+from ragbook.grading import check, trying
 
 # %% [markdown]
 # ## 1. When not to answer
@@ -310,8 +310,6 @@ check("first_conflict", first_conflict)
 from ragbook.datasets import load_helpcentre
 
 follow_ups = [q for q in load_helpcentre().questions if q.category == "follow_up"][:4]
-try:
+with trying("condense_follow_up"):
     for q in follow_ups:
         print(f"{q.text!r}\n   -> {condense_follow_up(q.text, list(q.turns))!r}")
-except NotImplementedError:
-    print("complete condense_follow_up first")

@@ -29,7 +29,7 @@
 # fails, it shows you the input, the expected value and what you returned.
 
 # %%
-from ragbook.grading import check
+from ragbook.grading import check, trying
 
 # %% [markdown]
 # ## 1. Children to parents
@@ -233,11 +233,9 @@ check("where_matches", where_matches)
 pages = [("billing-refund-policy-2024", 0.83, 380, {"status": "superseded", "updated": "2024-02-10"}),
          ("billing-refund-policy", 0.81, 420, {"status": "current", "updated": "2025-06-11"}),
          ("billing-seat-add-ons", 0.55, 300, {"status": "current", "updated": "2025-03-02"})]
-try:
+with trying("where_matches", "fit_budget"):
     for where in ({}, {"status": {"$ne": "superseded"}}):
         kept = [p for p in pages if where_matches(p[3], where)][:2]
         handed = fit_budget([p[2] for p in kept], 600)
         print(f"filter {where}: " + ", ".join(f"{p[0]} ({n} tokens)" for p, n in
                                                 zip(kept, handed)))
-except NotImplementedError:
-    print("complete where_matches and fit_budget first")

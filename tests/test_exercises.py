@@ -380,3 +380,50 @@ def test_a_raise_in_one_case_does_not_stop_the_count(capsys):
     assert out.startswith(f"[check] recall_at_k: FAILED ({empty} of "), out
     assert "raised:   IndexError: list index out of range" in out
 
+
+# -- "Try it" cells: a broken function is one line of advice, never a traceback -------------
+
+def try_it_cells() -> dict[str, str]:
+    """The code cell under each solutions/NN-*.py "Try it (ungraded)" heading."""
+    cells = {}
+    for path in sorted((ROOT / "solutions").glob("[0-9][0-9]-*.py")):
+        text = path.read_text(encoding="utf-8")
+        after = text.split("## Try it (ungraded)", 1)[1]
+        cells[path.name] = after.split("# %%\n", 1)[1].split("\n# %%", 1)[0]
+    return cells
+
+
+def test_trying_turns_errors_into_one_line(capsys):
+    def split_with_offsets(text, size):
+        return text + size                      # a TypeError
+
+    with grading.trying("split_with_offsets"):
+        split_with_offsets("abc", 3)
+    assert capsys.readouterr().out == (
+        "split_with_offsets raised TypeError: can only concatenate str (not \"int\") to str; "
+        "run its check cell above to see the failing case\n")
+    with grading.trying("split_with_offsets"):
+        raise NotImplementedError("hint")
+    assert capsys.readouterr().out == "complete split_with_offsets first\n"
+
+
+@pytest.mark.parametrize("chapter", sorted(try_it_cells()))
+def test_try_it_cell_with_a_broken_function_prints_one_line(capsys, chapter):
+    """Every Try it cell uses trying(); with every exercise function raising TypeError it
+    prints the one-line message and does not raise."""
+    source = try_it_cells()[chapter]
+    assert "with trying(" in source and "except NotImplementedError" not in source, source
+
+    def broken(name):
+        """A learner's function called ``name`` (as its traceback shows) that raises."""
+        def fn(*args, **kwargs):
+            raise TypeError("unsupported operand")
+        fn.__code__ = fn.__code__.replace(co_name=name)
+        return fn
+
+    namespace = {"np": np, "math": math, "re": re, "check": check, "trying": grading.trying}
+    namespace.update({name: broken(name) for name in grading.EXERCISES})
+    exec(compile(source, chapter, "exec"), namespace)   # must not raise
+    out = capsys.readouterr().out
+    assert "raised TypeError: unsupported operand; run its check cell above" in out, out
+    assert "Traceback" not in out
