@@ -843,6 +843,8 @@ def _():
     for th in (0.5, 0.7, 0.0, 0.62):
         yield Case((spans, th), _readers.answer_or_abstain(spans, th))
     yield Case(([], 0.1), _readers.answer_or_abstain([], 0.1))
+    tied = [("30 days", 0.4), ("14-day", 0.7), ("14 days", 0.7)]   # the first of equals wins
+    yield Case((tied, 0.5), _readers.answer_or_abstain(tied, 0.5))
 
 
 # ---------------------------------------------------------------------------------------
@@ -858,7 +860,8 @@ def _passages(n: int) -> list:
           "between 1 and the number of passages")
 def _():
     for reply, n in (("14 days [1].", 3), ("14 days [1]. 30 days [3][1].", 3), ("14 days [4].", 3),
-                     ("Fourteen days.", 3), ("[2] says 7 days; [1] says 21 [2].", 2)):
+                     ("Fourteen days.", 3), ("[2] says 7 days; [1] says 21 [2].", 2),
+                     ("14 days [0].", 3)):
         cited = _readers.parse_citations(reply, _passages(n))
         yield Case((reply, n), (list(cited.numbers), cited.valid))
 
