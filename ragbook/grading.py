@@ -301,6 +301,75 @@ def _():
                        _cost.retriever_reader(w2).dollars)
 
 
+# -- chapter 0 on the real corpus. Real-corpus material is loaded once per process: a check
+# rebuilds its cases on every call, and a help-centre BM25 index takes a moment to build.
+from functools import lru_cache as _lru_cache  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+
+from . import datasets as _datasets  # noqa: E402
+
+
+@_lru_cache(maxsize=1)
+def _hc_bm25():
+    from .bm25 import BM25Index
+
+    return BM25Index().build(_datasets.load_helpcentre().documents)
+
+
+@_lru_cache(maxsize=1)
+def _hc_tokens() -> dict:
+    """Encoder tokens of every help-centre article, by id."""
+    return {d.id: _chunking.count_tokens(d.text) for d in _datasets.load_helpcentre().documents}
+
+
+def _hc_questions(n: int = 3) -> list:
+    """The first ``n`` answerable questions of the help centre's dev split."""
+    return [q for q in _datasets.load_helpcentre().split("dev") if q.gold][:n]
+
+
+def _hc_ranking(text: str, k: int = 10) -> list[str]:
+    """Help-centre article ids, best first, as BM25 ranks them for ``text``."""
+    return [h.id for h in _hc_bm25().search(text, k=k)]
+
+
+def _predicted(actual, ok: Callable[[float], bool], tolerance: str):
+    """A verify for a number the learner predicted: it must be a number for which
+    ``ok(number)`` holds; the report names the actual value and the tolerance."""
+    def verify(got):
+        if isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(float(got)):
+            return "expected a number: your prediction, written before you run the next cell"
+        if ok(float(got)):
+            return None
+        return f"expected: {actual:g} ({tolerance})\n  got:      {_show(got)}"
+    return verify
+
+
+@exercise("reader_bill",
+          "the reader reads the first k articles of the ranking (fewer if it is shorter): sum "
+          "their token counts, then x price per million / 1,000,000")
+def _():
+    for q in _hc_questions(3):
+        counts = [_hc_tokens()[d] for d in _hc_ranking(q.text, 10)]
+        for k, price in ((1, 3.0), (5, 3.0), (20, 0.5)):
+            yield Case((counts, k, price), _cost.context_tokens(counts, k) * price / 1_000_000)
+
+
+def _naive_ratio() -> float:
+    q = _hc_questions(1)[0]
+    top5 = sum(_hc_tokens()[d] for d in _hc_ranking(q.text, 5))
+    return sum(_hc_tokens().values()) / top5
+
+
+@exercise("predict_naive_ratio",
+          "every article's tokens against the 5 retrieved ones: with equal lengths that is the "
+          "number of articles / 5; retrieved articles are rarely average")
+def _():
+    actual = _naive_ratio()
+    yield Case((), verify=_predicted(actual, lambda p: actual / 2 <= p <= actual * 2,
+                                     "a prediction within a factor of 2 passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 1: chunking
 from . import chunking as _chunking  # noqa: E402
@@ -366,6 +435,32 @@ def _():
     for text in _SPLIT_TEXTS:
         for size in (40, 80, 200):
             yield Case((text, size), verify=_verify_split(text, size))
+
+
+# -- chapter 1 on the real corpus
+
+@exercise("corpus_chunk_count",
+          "window_count for each article's token count, added up over the corpus")
+def _():
+    counts = list(_hc_tokens().values())
+    for size, overlap in ((256, 32), (128, 13), (512, 0), (1000, 100)):
+        yield Case((counts, size, overlap),
+                   sum(_chunking.window_count(t, size, overlap) for t in counts))
+
+
+def _longest_article():
+    tokens = _hc_tokens()
+    longest = max(tokens, key=lambda d: (tokens[d], d))
+    return _datasets.load_helpcentre().doc(longest)
+
+
+@exercise("predict_article_chunks",
+          "the stride is 128 - 13 = 115 tokens: one window for the first 128 tokens, then one "
+          "per further 115 (rounded up)")
+def _():
+    actual = len(_chunking.sliding_window_chunks(_longest_article(), 128, 13))
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 1,
+                                     "a prediction within 1 passes"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,6 +529,46 @@ def _():
                    else f"expected: {e}\n  got:      {_show(list(got))}")
 
 
+# -- chapter 2 on the real corpus
+
+def _hc_terms(doc_id: str) -> list[str]:
+    return _bm25.Tokenizer()(_datasets.load_helpcentre().doc(doc_id).text)
+
+
+def _term_cosine(a: list[str], b: list[str]) -> float:
+    from collections import Counter
+
+    vocab = sorted(set(a) | set(b))
+    ca, cb = Counter(a), Counter(b)
+    return float(_sim.cosine(np.array([ca[t] for t in vocab], dtype=float),
+                             np.array([cb[t] for t in vocab], dtype=float)))
+
+
+_COSINE_PAIRS = (("api-rate-limits", "security-sso-setup"),
+                 ("billing-refund-policy", "billing-refund-policy"),
+                 ("api-rate-limits", "api-rate-limits-2024"),
+                 ("security-sso-setup", "security-sso-setup-legacy"))
+
+
+@exercise("term_cosine",
+          "one axis per distinct word of the two lists; each text's vector counts its words; "
+          "then the cosine of the two vectors")
+def _():
+    for a, b in _COSINE_PAIRS:
+        ta, tb = _hc_terms(a), _hc_terms(b)
+        yield Case((ta, tb), _term_cosine(ta, tb))
+
+
+@exercise("predict_term_cosine",
+          "the retired page and its replacement describe the same policy in mostly the same "
+          "words, with a few figures changed")
+def _():
+    actual = _term_cosine(_hc_terms("billing-refund-policy"),
+                          _hc_terms("billing-refund-policy-2024"))
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.15,
+                                     "a prediction within 0.15 passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 3: dense retrieval
 from . import dense as _dense  # noqa: E402
@@ -500,6 +635,42 @@ def _():
 def _():
     for counts, k in (([120, 80, 200, 40], 2), ([120, 80, 200, 40], 10), ([256] * 50, 20), ([], 5)):
         yield Case((counts, k), _cost.context_tokens(counts, k))
+
+
+# -- chapter 3 on the real corpus
+
+def _hc_metadata() -> dict:
+    return {d.id: dict(d.metadata) for d in _datasets.load_helpcentre().documents}
+
+
+@exercise("postfilter_survivors",
+          "take the first k * overfetch ids of the ranking, keep those whose metadata has every "
+          "key/value of `where`, then keep at most k")
+def _():
+    meta = _hc_metadata()
+    for q in _hc_questions(3):
+        ranked = _hc_ranking(q.text, 20)
+        for where, k, over in (({"department": meta[q.gold[0]]["department"]}, 5, 1),
+                               ({"status": "current"}, 3, 2),
+                               ({"department": "security", "status": "current"}, 5, 4)):
+            yield Case((ranked, meta, where, k, over),
+                       [d for d in ranked[:k * over] if _retrieval.matches(meta[d], where)][:k])
+
+
+def _survivors_of_security_filter() -> int:
+    q = _hc_questions(1)[0]
+    meta = _hc_metadata()
+    return sum(_retrieval.matches(meta[d], {"department": "security"})
+               for d in _hc_ranking(q.text, 5))
+
+
+@exercise("predict_postfilter_survivors",
+          "a billing question's top 5 is mostly billing pages; a security filter applied after "
+          "the search keeps only the security pages among those 5")
+def _():
+    actual = _survivors_of_security_filter()
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 1,
+                                     "a prediction within 1 passes"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -636,6 +807,39 @@ def _():
             yield Case((rel, ranked, k), _ev.ndcg_at_k(rel, ranked, k))
 
 
+# -- chapter 4 on the real corpus
+
+def _hc_dev_run(k: int = 10):
+    """(qrels list, rankings) of BM25 on the help centre's answerable dev questions."""
+    qs = [q for q in _datasets.load_helpcentre().split("dev") if q.gold]
+    return [{d: 1 for d in q.gold} for q in qs], [_hc_ranking(q.text, k) for q in qs]
+
+
+def _mean_recall(relevant, rankings, k) -> float:
+    qrels = {str(i): rel for i, rel in enumerate(relevant)}
+    run = {str(i): {d: float(len(r) - n) for n, d in enumerate(r)} for i, r in enumerate(rankings)}
+    return _ev.evaluate(qrels, run, f"recall@{k}")
+
+
+@exercise("mean_recall",
+          "recall@k of each question (its relevant documents found in the first k, as a share), "
+          "then the mean over the questions")
+def _():
+    relevant, rankings = _hc_dev_run()
+    for k in (1, 5, 10):
+        yield Case((relevant, rankings, k), _mean_recall(relevant, rankings, k))
+    yield Case((relevant[:5], rankings[:5], 3), _mean_recall(relevant[:5], rankings[:5], 3))
+
+
+@exercise("predict_bm25_recall",
+          "the dev split mixes easy exact-token questions with paraphrases and look-alike pages; "
+          "BM25 only matches words")
+def _():
+    actual = _mean_recall(*_hc_dev_run(), 5)
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.15,
+                                     "a prediction within 0.15 passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 5: keyword search, hybrid retrieval and RRF
 from . import bm25 as _bm25  # noqa: E402
@@ -728,6 +932,39 @@ def _():
         yield Case((scores,), _fusion.minmax_normalise(scores))
 
 
+# -- chapter 5 on the real corpus
+
+def _hc_doc_terms() -> list[list[str]]:
+    """Every help-centre article as the BM25 index tokenizes it."""
+    tok = _hc_bm25().tokenizer
+    return [tok(d.text) for d in _datasets.load_helpcentre().documents]
+
+
+def _idf_from_index(term: str) -> float:
+    idx = _hc_bm25()
+    if term in idx.vocab_:
+        return float(idx.idf_[idx.vocab_[term]])
+    return _bm25.idf_lucene(len(idx), 0)
+
+
+@exercise("corpus_idf",
+          "n = the number of documents whose token list contains the term (once per document); "
+          "then Lucene's IDF: log(1 + (N - n + 0.5) / (n + 0.5))")
+def _():
+    docs = _hc_doc_terms()
+    for term in ("refund", "plan", "saml", "invoice", "zebra"):
+        yield Case((docs, term), _idf_from_index(term))
+
+
+@exercise("predict_plan_df",
+          "this is a SaaS help centre: plans (Free, Starter, Pro, Enterprise) come up on "
+          "billing, account and feature pages alike")
+def _():
+    actual = sum("plan" in set(t) for t in _hc_doc_terms())
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.25 * actual,
+                                     "a prediction within 25% passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 6: reranking
 from . import rerank as _rerank  # noqa: E402
@@ -778,6 +1015,34 @@ def _():
                                            (7.5, 5.0, 50), (1.0, 250.0, 100)):
         yield Case((ms_per_pair, budget, available),
                    _rerank.candidates_within_budget(ms_per_pair, budget, available))
+
+
+# -- chapter 6 on the real corpus
+
+def _by_words(rank: int = 0):
+    """The help-centre article with the ``rank``-th most words (0 = the longest)."""
+    docs = sorted(_datasets.load_helpcentre().documents,
+                  key=lambda d: (-len(d.text.split()), d.id))
+    return docs[rank]
+
+
+@exercise("passage_windows",
+          "find each word's character span (re.finditer(r'\\S+', text)); window i runs from the "
+          "start of its first word to the end of its last; a text of at most `size` words is "
+          "one window, text.strip()")
+def _():
+    for rank in (0, 40, 120):
+        text = _by_words(rank).text
+        for size, stride in ((100, 50), (60, 60), (500, 250)):
+            yield Case((text, size, stride), _rerank.windows(text, size, size - stride))
+
+
+@exercise("predict_window_count",
+          "windows of 100 words starting every 50: about one window per 50 words of the page")
+def _():
+    actual = len(_rerank.windows(_by_words(0).text, 100, 50))
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 1,
+                                     "a prediction within 1 passes"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -847,6 +1112,48 @@ def _():
     yield Case((tied, 0.5), _readers.answer_or_abstain(tied, 0.5))
 
 
+# -- chapter 7 on the real corpus
+
+def _sentence_answers(n: int):
+    """(whole sentence around the gold answer, gold answer) for the first ``n`` answerable
+    help-centre reader examples: what a sentence reader returns when it is right."""
+    import re
+
+    out = []
+    for ex in _datasets.load_reader_set("helpcentre", "train"):
+        if ex.is_impossible or not ex.answers:
+            continue
+        text, start = ex.answers[0]
+        cuts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?])\s+|\n+", ex.context)]
+        a = max(c for c in cuts if c <= start)
+        z = min([c for c in cuts if c > start + len(text) - 1] + [len(ex.context)])
+        out.append((ex.context[a:z].strip(), text))
+        if len(out) == n:
+            break
+    return out
+
+
+@exercise("answer_f1",
+          "normalise both (lower case, drop punctuation and a/an/the, split on spaces); count "
+          "the shared tokens (with repeats); F1 = 2PR/(P+R), 0.0 when nothing is shared")
+def _():
+    for sentence, gold in _sentence_answers(6):
+        yield Case((sentence, gold), _ev.f1_score(sentence, [gold]))
+    sentence, gold = _sentence_answers(1)[0]
+    yield Case((gold, gold), _ev.f1_score(gold, [gold]))
+    yield Case(("", gold), _ev.f1_score("", [gold]))
+
+
+@exercise("predict_sentence_f1",
+          "a whole sentence that contains the answer has perfect recall, but its precision is "
+          "the answer's share of the sentence's words")
+def _():
+    pairs = _sentence_answers(20)
+    actual = sum(_ev.f1_score(s, [g]) for s, g in pairs) / len(pairs)
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.15,
+                                     "a prediction within 0.15 passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 8: the generative reader
 
@@ -898,6 +1205,40 @@ def _():
     for texts, sources in ((["Refunds take 5 days."], ["billing-faq"]),
                            (["A.", "B.", "C."], ["s1", "s2", "s3"])):
         yield Case((texts, sources), _readers.number_passages(texts, sources))
+
+
+# -- chapter 8 on the real corpus
+
+def _cited_cases():
+    for q in _hc_questions(3):
+        ids = _hc_ranking(q.text, 5)
+        first = _datasets.load_helpcentre().doc(ids[0]).text.split("\n\n")[1].strip()
+        for reply in (f"{first} [1]", f"{first} [2][1]. See also [1] and [5].",
+                      f"{first} [7]", "NOT_IN_CONTEXT"):
+            yield reply, ids
+
+
+@exercise("cited_sources",
+          "the numbers in [n] marks, in order; keep those between 1 and the number of passages; "
+          "map n to passage_ids[n - 1]; drop repeats, keeping the first")
+def _():
+    for reply, ids in _cited_cases():
+        hits = [_Hit(d, 1.0, r) for r, d in enumerate(ids, 1)]
+        yield Case((reply, ids), list(_readers.parse_citations(reply, hits).sources))
+
+
+def _top3_tokens() -> int:
+    q = _hc_questions(2)[1]
+    return sum(_hc_tokens()[d] for d in _hc_ranking(q.text, 3))
+
+
+@exercise("predict_context_tokens",
+          "a help-centre article is a few hundred words, and an encoder token is about three "
+          "quarters of a word")
+def _():
+    actual = _top3_tokens()
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.3 * actual,
+                                     "a prediction within 30% passes"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1067,6 +1408,38 @@ def _():
         yield Case((answer, others, margin), None if found is None else found.text)
 
 
+# -- chapter 9 on the real corpus
+
+def _figure_articles() -> list[str]:
+    docs = sorted(_datasets.load_helpcentre().documents,
+                  key=lambda d: (-len(_pipeline.quantities(d.text)), d.id))
+    return [d.text for d in docs[:3]] + [_datasets.load_helpcentre().doc("api-rate-limits").text]
+
+
+@exercise("figures_by_unit",
+          "find every (value, unit) as in extract_quantities, then group: one entry per unit, "
+          "holding the sorted distinct values")
+def _():
+    for text in _figure_articles():
+        found = _pipeline.quantities(text)
+        yield Case((text,), {u: sorted({v for v, w in found if w == u}) for _, u in found})
+
+
+def _condensed_follow_ups() -> int:
+    rc = _pipeline.RuleCondenser()
+    return sum(rc.condense(q.text, list(q.turns)) != q.text
+               for q in _datasets.load_helpcentre().questions if q.category == "follow_up")
+
+
+@exercise("predict_condensed_follow_ups",
+          "the rule condenser only rewrites a message it recognises as a follow-up (short, or "
+          "opening with 'and', 'what about', ...)")
+def _():
+    actual = _condensed_follow_ups()
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 3,
+                                     "a prediction within 3 passes"))
+
+
 # ---------------------------------------------------------------------------------------
 # Chapter 11: beyond one machine (Milvus)
 from .backends import compare as _compare  # noqa: E402
@@ -1142,6 +1515,31 @@ def _():
                     (["a", "b"], ["a", "b"], 10), (["a", "b", "c"], ["a"], 10), ([], [], 5),
                     (list("abcdefghij"), list("abcdefghxy"), 10)):
         yield Case((a, b, k), _compare.overlap_at_k(a, b, k))
+
+
+# -- chapter 11 on the real corpus
+
+@exercise("corpus_vector_bytes",
+          "per vector: bytes_per_vector(dim, encoding, pq_m), plus hnsw_graph_bytes(hnsw_m) when "
+          "hnsw_m is given; times the number of vectors")
+def _():
+    n_py = len(_datasets.load_pydocs().documents)
+    n_hc = len(_datasets.load_helpcentre().documents)
+    for n, dim, enc, pq, m in ((n_py, 384, "float32", None, None), (n_py, 384, "float32", None, 16),
+                               (n_py, 768, "pq", 96, 32), (n_hc, 384, "int8", None, None),
+                               (n_hc * 1000, 1024, "binary", None, 16)):
+        per = _sizing.bytes_per_vector(dim, enc, pq) + (_sizing.hnsw_graph_bytes(m) if m else 0)
+        yield Case((n, dim, enc, pq, m), n * per)
+
+
+@exercise("predict_pydocs_mib",
+          "each section is one vector of 384 float32 numbers; count the sections, multiply, "
+          "divide by 2**20")
+def _():
+    n = len(_datasets.load_pydocs().documents)
+    actual = n * _sizing.bytes_per_vector(384, "float32", None) / 2**20
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 0.25 * actual,
+                                     "a prediction within 25% passes"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1264,3 +1662,145 @@ def _():
                       {"superseded_by": {"$nin": ["api-rate-limits"]}},
                       {"access": "public"}):
             yield Case((meta, where), _retrieval.matches(meta, where))
+
+
+# -- chapter 10 on the real corpus
+
+def _heading_cases():
+    from .types import Document
+
+    for doc_id in ("billing-refund-policy", "api-rate-limits", "security-sso-setup"):
+        doc = _datasets.load_helpcentre().doc(doc_id)
+        offsets = [c.start for c in _chunking.chunk_documents([doc], size=300, overlap=0,
+                                                                length="chars")]
+        yield doc.text, offsets, [_contextual.section_path(Document("d", doc.text), o)
+                                  for o in offsets]
+
+
+@exercise("heading_paths",
+          "section_path at each offset: the headings that start at or before it, each heading "
+          "of level L closing the open ones of level >= L")
+def _():
+    for text, offsets, expected in _heading_cases():
+        yield Case((text, offsets), expected)
+
+
+def _whole_in_budget() -> int:
+    q = _hc_questions(1)[0]
+    hits = _hc_bm25().search(q.text, k=10)
+    handed = _expansion.fit_budget(hits, 512, length="words")
+    return sum(len(h.text) == len(o.text) for h, o in zip(handed, hits, strict=False))
+
+
+@exercise("predict_whole_in_budget",
+          "a help-centre article runs to a few hundred words, so a 512-word budget holds only a "
+          "couple of whole articles")
+def _():
+    actual = _whole_in_budget()
+    yield Case((), verify=_predicted(actual, lambda p: abs(p - actual) <= 1,
+                                     "a prediction within 1 passes"))
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 12: the capstone
+_CAPSTONE_FLOOR = 0.5  # BM25 recall@5 the shipped corpus's questions must reach
+
+
+def _pkgdocs_folder() -> _Path:
+    return _datasets.data_dir() / "pkgdocs" / "readmes"
+
+
+@_lru_cache(maxsize=1)
+def _pkgdocs() -> tuple:
+    from .ingest import read_documents
+
+    return tuple(read_documents(_pkgdocs_folder()))
+
+
+@_lru_cache(maxsize=2)
+def _pkgdocs_bm25(chunked: bool):
+    items = (_chunking.chunk_documents(_pkgdocs(), size=1500, overlap=150, length="chars")
+             if chunked else _pkgdocs())
+    return _bm25.BM25Index().build(items)
+
+
+def _capstone_problem(result) -> str | None:
+    """What is wrong with a (folder, questions) pair, or None."""
+    from .ingest import read_documents
+
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return "expected a pair (folder, questions)"
+    folder, questions = result
+    if not isinstance(folder, (str, _Path)) or not _Path(folder).is_dir():
+        return f"the folder {_show(folder, 80)} is not a folder on this machine"
+    try:
+        ids = {d.id for d in read_documents(folder)}
+    except Exception as err:
+        return f"read_documents could not read the folder: {_describe(err)}"
+    if not isinstance(questions, list) or len(questions) != 10:
+        return "expected a list of exactly 10 questions"
+    texts = set()
+    for n, q in enumerate(questions, 1):
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str) or \
+                not q["question"].strip() or not isinstance(q.get("gold"), str):
+            return f"question {n} must be a dict with a non-empty 'question' and a 'gold' file"
+        if q["question"].strip().lower() in texts:
+            return f"question {n} repeats an earlier question"
+        texts.add(q["question"].strip().lower())
+        path = _Path(folder) / q["gold"]
+        if not path.is_file() or _Path(q["gold"]).with_suffix("").as_posix() not in ids:
+            return (f"question {n}: gold file {q['gold']!r} is not a document of the folder; "
+                    f"give its path relative to the folder, suffix included")
+        passage = q.get("passage")
+        if passage is not None:
+            text = " ".join(path.read_text(encoding="utf-8").split())
+            if not isinstance(passage, str) or " ".join(passage.split()) not in text:
+                return f"question {n}: the passage is not in {q['gold']} (copy it verbatim)"
+    if _Path(folder).resolve() == _pkgdocs_folder().resolve():
+        qrels = {f"q{n}": {_Path(q["gold"]).with_suffix("").as_posix(): 1}
+                 for n, q in enumerate(questions)}
+        run = _ev.retrieve_run(_pkgdocs_bm25(False),
+                               [(f"q{n}", q["question"]) for n, q in enumerate(questions)], k=5)
+        recall = _ev.evaluate(qrels, run, "recall@5")
+        if recall < _CAPSTONE_FLOOR:
+            return (f"BM25 finds only {recall:.0%} of your gold files in its top 5 (the floor "
+                    f"is {_CAPSTONE_FLOOR:.0%}); check the labels, or make the questions "
+                    f"specific enough to have one answering file")
+    return None
+
+
+@exercise("my_corpus_and_questions",
+          "return (folder, questions): a folder of .md files and a list of 10 dicts, each with "
+          "'question', 'gold' (a file path relative to the folder) and, ideally, 'passage' "
+          "(text copied from that file)")
+def _():
+    yield Case((), verify=_capstone_problem)
+
+
+def _title_questions(n: int | None = None) -> list[dict]:
+    """Questions the grader makes from the shipped corpus: each file's title, gold = that file."""
+    return [{"question": d.title, "gold": f"{d.id}.md"} for d in _pkgdocs()[:n]]
+
+
+@exercise("evaluate_retriever",
+          "qrels = {question id: {gold id: 1}} with gold id = the file path without suffix; "
+          "run = retrieve_run(retriever, [(question id, text), ...], k=k, level='doc'); "
+          "return evaluate(qrels, run, [f'recall@{k}', f'mrr@{k}'])")
+def _():
+    for chunked, n, k in ((False, None, 1), (False, 8, 3), (True, None, 5), (True, None, 10)):
+        questions = _title_questions(n)
+        qrels = {f"q{i}": {q["gold"][:-3]: 1} for i, q in enumerate(questions)}
+        run = _ev.retrieve_run(_pkgdocs_bm25(chunked),
+                               [(f"q{i}", q["question"]) for i, q in enumerate(questions)], k=k)
+        yield Case((_pkgdocs_bm25(chunked), questions, k),
+                   verify=_same_metrics(_ev.evaluate(qrels, run, [f"recall@{k}", f"mrr@{k}"])))
+
+
+def _same_metrics(expected: dict):
+    """A verify for a {metric: value} dict: same keys, values within 1e-9."""
+    def verify(got):
+        if not isinstance(got, dict) or set(got) != set(expected) or not all(
+                _same(got[m], v, 1e-9) for m, v in expected.items()):
+            return f"expected: {_show(expected)}\n  got:      {_show(got)}"
+        return None
+    return verify

@@ -139,6 +139,74 @@ def cost_of_k(k, tokens_per_doc, price_per_million):
 check("cost_of_k", cost_of_k)
 
 # %% [markdown]
+# ## 5. The retriever–reader bill on the real help centre
+#
+# The workloads above give every document the same length. Real articles differ, and the reader
+# pays for the ones it is handed. Below, BM25 (chapter 5) ranks the help centre's articles for a
+# real customer question, and `count_tokens` measures each article in encoder tokens. No model is
+# loaded, only the encoder's tokenizer.
+#
+# **Task.** `reader_bill(ranked_token_counts, k, price_per_million)` returns the dollars of reader
+# input when the reader reads the first `k` articles of a ranking (all of them if the ranking is
+# shorter). `ranked_token_counts` lists the articles' token counts, best-ranked first. The check
+# uses the rankings of three real questions.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.chunking import count_tokens
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+tokens = {d.id: count_tokens(d.text) for d in hc.documents}
+question = [q for q in hc.split("dev") if q.gold][0]
+ranked = [h.id for h in BM25Index().build(hc.documents).search(question.text, k=10)]
+print(f"{len(tokens)} articles, {sum(tokens.values()):,} tokens in all")
+print(f"question: {question.text!r}")
+print("tokens of the top 10 articles, best first:", [tokens[d] for d in ranked])
+
+
+# %%
+def reader_bill(ranked_token_counts, k, price_per_million):
+    """Dollars of reader input for the first k articles of a ranking."""
+    ### BEGIN SOLUTION hint: add up the first k counts (a slice stops at the end of the list), then apply the price per million
+    return sum(ranked_token_counts[:k]) * price_per_million / 1_000_000
+    ### END SOLUTION
+
+
+# %%
+check("reader_bill", reader_bill)
+
+# %% [markdown]
+# ## 6. Predict, then run: how much does retrieval save here?
+#
+# The naive design sends every article with every question; the retriever–reader sends the 5
+# articles BM25 ranks first for the question above. **Before running the cell after next**,
+# predict the ratio: naive input tokens / retriever–reader input tokens, for this question. Use
+# only what is printed above. A prediction within a factor of 2 of the real ratio passes.
+
+# %%
+def predict_naive_ratio():
+    """My prediction of naive tokens / top-5 tokens, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a number; if every article had the same length, it would be (number of articles) / 5
+    return 137 / 5   # as if every article were as long as the average one
+    ### END SOLUTION
+
+
+# %%
+naive, top5 = sum(tokens.values()), sum(tokens[d] for d in ranked[:5])
+print(f"naive: {naive:,} tokens; top 5: {top5:,} tokens; ratio {naive / top5:.1f}")
+print(f"average article: {naive / len(tokens):.0f} tokens; average of the top 5: {top5 / 5:.0f}")
+
+# %%
+check("predict_naive_ratio", predict_naive_ratio)
+
+# %% [markdown]
+# With equal lengths the ratio would be the number of articles divided by 5. The real ratio
+# printed above is smaller because the top 5 are longer than the average article (compare the
+# two averages): a long page has more chances to contain the question's words. Still, an order of
+# magnitude fewer tokens per question, and the gap grows with the corpus.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Change the workload and see how the gap moves. Grow the corpus tenfold, or read 20 candidates

@@ -205,6 +205,75 @@ def split_with_offsets(text, size):
 check("split_with_offsets", split_with_offsets)
 
 # %% [markdown]
+# ## 5. How many chunks will the help centre become?
+#
+# Count before you index. Below are the encoder token counts of the help centre's articles
+# (`count_tokens` loads only the encoder's tokenizer).
+#
+# **Task.** `corpus_chunk_count(token_counts, size, overlap)` returns the total number of
+# sliding windows over a corpus whose documents have these token counts: the exact count of
+# section 1, added up over the documents. The check uses the help centre's real counts with
+# several window settings.
+
+# %%
+from ragbook.chunking import count_tokens, sliding_window_chunks
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+token_counts = [count_tokens(d.text) for d in hc.documents]
+print(f"{len(token_counts)} articles: shortest {min(token_counts)} tokens, longest "
+      f"{max(token_counts)}, {sum(token_counts):,} in all")
+
+
+# %%
+def corpus_chunk_count(token_counts, size, overlap):
+    """Sliding windows needed for every document of a corpus, added up."""
+    ### BEGIN SOLUTION hint: the exact window count of section 1 for each document, then sum
+    total = 0
+    for t in token_counts:
+        if t > 0:
+            total += 1 if t <= size else math.ceil((t - size) / (size - overlap)) + 1
+    return total
+    ### END SOLUTION
+
+
+# %%
+check("corpus_chunk_count", corpus_chunk_count)
+
+# %% [markdown]
+# ## 6. Predict, then run: one long article in 128-token windows
+#
+# The longest article is printed below with its token count. **Before running the cell after
+# next**, predict how many windows of `size=128` tokens with 10% overlap (`overlap=13`) it
+# becomes. A prediction within 1 of the real count passes.
+
+# %%
+longest = max(hc.documents, key=lambda d: (count_tokens(d.text), d.id))
+print(f"{longest.id}: {count_tokens(longest.text)} tokens")
+
+
+# %%
+def predict_article_chunks():
+    """My prediction of the number of windows, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number; the stride is 128 - 13 tokens
+    return math.ceil((1932 - 128) / 115) + 1
+    ### END SOLUTION
+
+
+# %%
+windows = sliding_window_chunks(longest, 128, 13)
+print(f"{len(windows)} windows; the last holds {count_tokens(windows[-1].text)} tokens; "
+      f"the rough count gives {count_tokens(longest.text) / 115:.1f}")
+
+# %%
+check("predict_article_chunks", predict_article_chunks)
+
+# %% [markdown]
+# After the first window each further window adds one stride of new tokens, so the count is the
+# exact formula of section 1. The rough `total / stride`, printed above, is close but not the
+# same: the first window covers a full `size`, and the last one is short.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Change `size` and watch where the cuts move. Small sizes push the splitter down from

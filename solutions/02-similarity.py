@@ -147,6 +147,89 @@ def top_k_by_inner_product(query, docs, k):
 check("top_k_by_inner_product", top_k_by_inner_product)
 
 # %% [markdown]
+# ## 5. Cosine on real text, without a model
+#
+# A vector does not have to come from a neural encoder. Give each distinct word its own axis and
+# count how often a text uses it: cosine then says how much two texts share their vocabulary (the
+# idea behind BM25, chapter 5). Below, two help-centre articles as the BM25 tokenizer splits them
+# (lower case, stopwords dropped).
+#
+# **Task.** `term_cosine(tokens_a, tokens_b)` builds the two count vectors over the words of
+# both lists and returns their cosine (a `float`). The check uses pairs of real articles,
+# including a page and the retired version it replaced.
+
+# %%
+from collections import Counter
+
+from ragbook.bm25 import Tokenizer
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+words = {d.id: Tokenizer()(d.text) for d in hc.documents}
+print(len(words["billing-refund-policy"]), "tokens, starting", words["billing-refund-policy"][:8])
+
+
+# %%
+def term_cosine(tokens_a, tokens_b):
+    """Cosine between the word-count vectors of two token lists."""
+    ### BEGIN SOLUTION hint: vocabulary = sorted set of both lists; count with collections.Counter; then your cosine
+    from collections import Counter
+
+    vocab = sorted(set(tokens_a) | set(tokens_b))
+    ca, cb = Counter(tokens_a), Counter(tokens_b)
+    a = np.array([ca[t] for t in vocab], dtype=float)
+    b = np.array([cb[t] for t in vocab], dtype=float)
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+    ### END SOLUTION
+
+
+# %%
+check("term_cosine", term_cosine)
+
+# %% [markdown]
+# ## 6. Predict, then run: a page and its retired version
+#
+# `billing-refund-policy-2024` is the retired refund policy; `billing-refund-policy` replaced it.
+# **Before running the cell after next**, predict the word-count cosine of the two. For scale:
+# two unrelated articles score low, a page with itself scores 1. A prediction within 0.15 of the
+# real value passes.
+
+# %%
+def predict_term_cosine():
+    """My prediction of the cosine, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a number between 0 and 1
+    return 0.7
+    ### END SOLUTION
+
+
+# %%
+from ragbook.similarity import cosine
+
+
+def package_term_cosine(a, b):
+    """The same cosine, computed with ragbook.similarity.cosine."""
+    vocab = sorted(set(a) | set(b))
+    ca, cb = Counter(a), Counter(b)
+    return float(cosine(np.array([ca[t] for t in vocab], dtype=float),
+                        np.array([cb[t] for t in vocab], dtype=float)))
+
+
+same_topic = package_term_cosine(words["billing-refund-policy"],
+                                 words["billing-refund-policy-2024"])
+unrelated = package_term_cosine(words["api-rate-limits"], words["security-sso-setup"])
+print(f"refund policy vs its retired version: {same_topic:.2f}; "
+      f"rate limits vs SSO setup: {unrelated:.2f}")
+
+# %%
+check("predict_term_cosine", predict_term_cosine)
+
+# %% [markdown]
+# The two refund pages share most of their vocabulary, so their cosine is far above the unrelated
+# pair's, but not near 1: the new page was rewritten, not just edited. This is why a retired page
+# is a trap for retrieval (chapter 9): to a word-count vector, and to a dense encoder, it looks
+# like the right answer.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # One document vector is stretched to 20× the length of the others. Under the raw dot product it

@@ -162,6 +162,74 @@ def context_tokens(token_counts, k):
 check("context_tokens", context_tokens)
 
 # %% [markdown]
+# ## 5. Filtering after the search, on the real help centre
+#
+# Section 3 filtered random vectors. Here the ranking is real: BM25's top 20 articles for a
+# customer question (BM25 stands in for the dense index so that no model is loaded; the
+# filtering logic is the same), with each article's metadata from its front matter.
+#
+# **Task.** `postfilter_survivors(ranked_ids, metadata, where, k, overfetch)` takes the first
+# `k * overfetch` ids of `ranked_ids`, keeps those whose `metadata[id]` has every key/value
+# of `where` (plain equality), and returns at most `k` of them, in rank order.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+metadata = {d.id: dict(d.metadata) for d in hc.documents}
+question = [q for q in hc.split("dev") if q.gold][0]
+ranked = [h.id for h in BM25Index().build(hc.documents).search(question.text, k=20)]
+print(f"question: {question.text!r}")
+print("top 5:", ranked[:5])
+
+
+# %%
+def postfilter_survivors(ranked_ids, metadata, where, k, overfetch):
+    """Post-filtering of a real ranking: what is left of the first k * overfetch."""
+    ### BEGIN SOLUTION hint: [i for i in ranked_ids[:k * overfetch] if every metadata[i].get(key) == value][:k]
+    kept = [i for i in ranked_ids[:k * overfetch]
+            if all(metadata[i].get(key) == value for key, value in where.items())]
+    return kept[:k]
+    ### END SOLUTION
+
+
+# %%
+check("postfilter_survivors", postfilter_survivors)
+
+# %% [markdown]
+# ## 6. Predict, then run: a filter the question did not expect
+#
+# An agent asks the question above but the interface restricts results to the security team's
+# articles (`where={"department": "security"}`), applied after the search with `k=5` and no
+# over-fetch. **Before running the cell after next**, predict how many of the 5 results survive.
+# A prediction within 1 passes.
+
+# %%
+def predict_postfilter_survivors():
+    """My prediction (0 to 5), written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number from 0 to 5; look at the ids of the top 5
+    return 0
+    ### END SOLUTION
+
+
+# %%
+from ragbook.retrieval import matches
+
+survivors = [i for i in ranked[:5] if matches(metadata[i], {"department": "security"})]
+print(f"{len(survivors)} of 5 survive:", survivors)
+print("departments of the top 5:", [metadata[i]["department"] for i in ranked[:5]])
+
+# %%
+check("predict_postfilter_survivors", predict_postfilter_survivors)
+
+# %% [markdown]
+# A refund question's top 5 are mostly billing pages, none from security, so a security filter applied afterwards keeps
+# none of them and the user sees an empty page, although the corpus has security articles. That
+# is the failure section 3 measured on random vectors: filter *inside* the search (section 2),
+# or over-fetch generously, when a filter is far from what the query is about.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # An index of 20,000 random unit vectors, of which 0.5% belong to the legal team. Ask for 5 legal

@@ -192,6 +192,78 @@ def ndcg_at_k(relevant, ranked, k):
 check("ndcg_at_k", ndcg_at_k)
 
 # %% [markdown]
+# ## 6. Recall over the help centre's real questions
+#
+# One question says little; a metric is a mean over a labelled set. Below, BM25's top 10 for
+# every answerable question of the help centre's dev split, with each question's gold articles.
+#
+# **Task.** `mean_recall(relevant, rankings, k)` returns the mean over questions of recall@k:
+# `relevant[i]` is question i's `{doc id: relevance}` and `rankings[i]` its ranked ids. The
+# check compares your value with `ragbook.evaluate.evaluate(qrels, run, "recall@k")`.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+bm25 = BM25Index().build(hc.documents)
+dev = [q for q in hc.split("dev") if q.gold]
+relevant = [{d: 1 for d in q.gold} for q in dev]
+rankings = [[h.id for h in bm25.search(q.text, k=10)] for q in dev]
+print(f"{len(dev)} answerable dev questions; the first: {dev[0].text!r} -> {relevant[0]}")
+
+
+# %%
+def mean_recall(relevant, rankings, k):
+    """Mean recall@k over questions."""
+    ### BEGIN SOLUTION hint: recall@k of each question (as in section 1), then the mean
+    total = 0.0
+    for rel, ranked in zip(relevant, rankings):
+        wanted = {d for d, r in rel.items() if r > 0}
+        total += len(wanted & set(ranked[:k])) / len(wanted)
+    return total / len(relevant)
+    ### END SOLUTION
+
+
+# %%
+check("mean_recall", mean_recall)
+
+# %% [markdown]
+# ## 7. Predict, then run: how good is BM25 here?
+#
+# **Before running the cell after next**, predict BM25's recall@5 over these questions (a number
+# between 0 and 1). The dev split mixes categories: exact tokens (error codes, plan names),
+# paraphrases in customers' words, pages that look alike, follow-ups. A prediction within 0.15
+# passes.
+
+# %%
+def predict_bm25_recall():
+    """My prediction of BM25's recall@5, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a number between 0 and 1
+    return 0.75
+    ### END SOLUTION
+
+
+# %%
+from ragbook.evaluate import evaluate, per_query
+
+qrels = {q.id: rel for q, rel in zip(dev, relevant)}
+run = {q.id: {d: float(len(r) - n) for n, d in enumerate(r)} for q, r in zip(dev, rankings)}
+print(f"BM25 recall@5 on the dev split: {evaluate(qrels, run, 'recall@5'):.3f}")
+by_question = per_query(qrels, run, "recall@5")
+for category in sorted({q.category for q in dev}):
+    values = [by_question[q.id] for q in dev if q.category == category]
+    print(f"  {category:20s} {len(values):3d} questions  recall@5 {sum(values) / len(values):.2f}")
+
+# %%
+check("predict_bm25_recall", predict_bm25_recall)
+
+# %% [markdown]
+# The mean hides the spread: the per-category lines above show where BM25 is strong (questions
+# that share rare words with their page) and where it loses the page. Categories with a handful
+# of questions move a lot with one question, which is why chapter 4 reports intervals.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Three made-up retrievers answer the same five questions; the answer to each is document `"g"`.

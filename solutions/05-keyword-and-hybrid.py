@@ -222,6 +222,68 @@ def minmax_normalise(scores):
 check("minmax_normalise", minmax_normalise)
 
 # %% [markdown]
+# ## 6. IDF on the real help centre
+#
+# Section 1 took `n_docs` and `df` as given. On a real corpus you count them. Below, every
+# help-centre article as the BM25 index tokenizes it.
+#
+# **Task.** `corpus_idf(doc_tokens, term)` returns the term's Lucene IDF over the corpus:
+# `doc_tokens` is one token list per document; a document counts once however often it uses the
+# term. The check compares with the IDF inside a `BM25Index` built on the same articles.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+index = BM25Index().build(hc.documents)
+doc_tokens = [index.tokenizer(d.text) for d in hc.documents]
+print(f"{len(doc_tokens)} documents; the first starts {doc_tokens[0][:6]}")
+
+
+# %%
+def corpus_idf(doc_tokens, term):
+    """Lucene's IDF of `term`, counting its documents in `doc_tokens`."""
+    ### BEGIN SOLUTION hint: df = how many token lists contain the term; then log(1 + (N - df + 0.5) / (df + 0.5))
+    n_docs = len(doc_tokens)
+    df = sum(1 for tokens in doc_tokens if term in tokens)
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+    ### END SOLUTION
+
+
+# %%
+check("corpus_idf", corpus_idf)
+
+# %% [markdown]
+# ## 7. Predict, then run: how common is "plan"?
+#
+# **Before running the cell after next**, predict in how many of the help centre's articles the
+# word `plan` occurs (its document frequency). The help centre is a SaaS product's, with Free,
+# Starter, Pro and Enterprise plans. A prediction within 25% passes.
+
+# %%
+def predict_plan_df():
+    """My prediction of the number of articles containing "plan", written first."""
+    ### BEGIN SOLUTION hint: return a whole number between 0 and the number of articles
+    return 60
+    ### END SOLUTION
+
+
+# %%
+for term in ("plan", "refund", "saml"):
+    df = sum(term in set(tokens) for tokens in doc_tokens)
+    idf = index.idf_[index.vocab_[term]]
+    print(f"{term:7s} in {df:3d} of {len(doc_tokens)} articles, IDF {idf:.2f}")
+
+# %%
+check("predict_plan_df", predict_plan_df)
+
+# %% [markdown]
+# A word on a large share of the pages carries little evidence: `plan` gets the lowest IDF of the
+# three, and a query's rare words (`saml`) decide the ranking. That is also why BM25 struggles
+# with a paraphrase: the customer's words may all be common ones.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Two made-up channels, each fetched 100 deep. The article that fixes `ERR_CONN_4021` is 30th

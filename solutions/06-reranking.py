@@ -162,6 +162,78 @@ def candidates_for_budget(ms_per_pair, budget_ms, available):
 check("candidates_for_budget", candidates_for_budget)
 
 # %% [markdown]
+# ## 5. Windows over a real article
+#
+# A cross-encoder reads a bounded number of tokens, so a long passage is scored window by window
+# (section 3). Below, the help centre's longest article.
+#
+# **Task.** `passage_windows(text, size, stride)` returns the windows' *texts*: windows of `size`
+# words starting every `stride` words, the last reaching the last word (your `word_windows`
+# spans), each running from the first character of its first word to the last character of its
+# last word; a text of at most `size` words is one window, `text.strip()`. Words are runs of
+# non-space characters. The check compares with `ragbook.rerank.windows` on real articles.
+
+# %%
+import math
+import re
+
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+longest = sorted(hc.documents, key=lambda d: (-len(d.text.split()), d.id))[0]
+print(f"{longest.id}: {len(longest.text.split())} words")
+
+
+# %%
+def passage_windows(text, size, stride):
+    """The texts of word windows over `text`, cut at character offsets."""
+    ### BEGIN SOLUTION hint: spans = [m.span() for m in re.finditer(r"\S+", text)]; window (a, z) is text[spans[a][0]:spans[z - 1][1]]
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    if len(spans) <= size:
+        return [text.strip()]
+    out, a = [], 0
+    while True:
+        z = min(a + size, len(spans))
+        out.append(text[spans[a][0]:spans[z - 1][1]])
+        if z == len(spans):
+            return out
+        a += stride
+    ### END SOLUTION
+
+
+# %%
+check("passage_windows", passage_windows)
+
+# %% [markdown]
+# ## 6. Predict, then run: how many windows does the reranker score?
+#
+# **Before running the cell after next**, predict how many windows of 100 words, starting every
+# 50 words, the longest article (printed above) becomes. Each is one cross-encoder call. A
+# prediction within 1 passes.
+
+# %%
+def predict_window_count():
+    """My prediction of the number of windows, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number; one window for the first 100 words, then one per further 50
+    return math.ceil((1458 - 100) / 50) + 1
+    ### END SOLUTION
+
+
+# %%
+from ragbook.rerank import windows as word_windows_of
+
+windows = word_windows_of(longest.text, 100, 50)
+print(f"{len(windows)} windows; the last has {len(windows[-1].split())} words")
+
+# %%
+check("predict_window_count", predict_window_count)
+
+# %% [markdown]
+# With half-overlapping windows every word is read about twice, so a long page costs the
+# reranker roughly twice its length in words. Multiply by the candidates per question and the
+# latency budget of section 4 is spent quickly: a reason to rerank chunks, not whole pages.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Fifty hybrid candidates for one question, with made-up reranker scores. The only passage that

@@ -182,6 +182,91 @@ def abstain_below(spans, threshold):
 check("abstain_below", abstain_below)
 
 # %% [markdown]
+# ## 5. Scoring answers on real questions: F1
+#
+# A reader is scored on its answer text against the gold answer: exact match, and the more
+# forgiving token F1 (SQuAD's metric). Below, real questions over help-centre articles with their
+# gold answers, and the whole sentence around each answer: what a sentence reader returns when it
+# finds the right place.
+#
+# **Task.** `answer_f1(prediction, gold)` returns SQuAD's F1: normalise both strings (lower case,
+# remove punctuation, remove the articles a/an/the, split on white space), count the tokens they
+# share (a repeated token counts as often as both have it), precision = shared / prediction
+# tokens, recall = shared / gold tokens, F1 = 2PR / (P + R); 0.0 when nothing is shared. The
+# check compares with `ragbook.evaluate.f1_score`.
+
+# %%
+import re
+
+from ragbook.datasets import load_reader_set
+
+
+def sentence_around(context, start, length):
+    """The sentence(s) of `context` that contain characters start .. start + length."""
+    cuts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?])\s+|\n+", context)]
+    a = max(c for c in cuts if c <= start)
+    z = min([c for c in cuts if c > start + length - 1] + [len(context)])
+    return context[a:z].strip()
+
+
+examples = [ex for ex in load_reader_set("helpcentre", "train") if ex.answers][:20]
+pairs = [(sentence_around(ex.context, ex.answers[0][1], len(ex.answers[0][0])), ex.answers[0][0])
+         for ex in examples]
+print(f"question: {examples[1].question!r}\n  gold:     {pairs[1][1]!r}\n  sentence: {pairs[1][0]!r}")
+
+
+# %%
+def answer_f1(prediction, gold):
+    """SQuAD token F1 between a predicted and a gold answer."""
+    ### BEGIN SOLUTION hint: normalise (lower, drop string.punctuation, re.sub(r"\b(a|an|the)\b", " ", ...), split); shared = sum of min counts
+    import string
+
+    def norm(s):
+        s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+        return re.sub(r"\b(a|an|the)\b", " ", s).split()
+
+    p, g = norm(prediction), norm(gold)
+    shared = sum(min(p.count(t), g.count(t)) for t in set(p) & set(g))
+    if shared == 0:
+        return 0.0
+    precision, recall = shared / len(p), shared / len(g)
+    return 2 * precision * recall / (precision + recall)
+    ### END SOLUTION
+
+
+# %%
+check("answer_f1", answer_f1)
+
+# %% [markdown]
+# ## 6. Predict, then run: what F1 does a right sentence get?
+#
+# Suppose a reader always finds the right sentence and returns it whole. **Before running the cell
+# after next**, predict its mean F1 over the 20 examples above. A prediction within 0.15 passes.
+
+# %%
+def predict_sentence_f1():
+    """My prediction of the mean F1, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a number between 0 and 1; recall is perfect, precision is the answer's share of the sentence
+    return 0.7
+    ### END SOLUTION
+
+
+# %%
+from ragbook.evaluate import exact_match, f1_score
+
+print(f"mean F1 {sum(f1_score(s, [g]) for s, g in pairs) / len(pairs):.3f}, "
+      f"mean exact match {sum(exact_match(s, [g]) for s, g in pairs) / len(pairs):.3f}")
+
+# %%
+check("predict_sentence_f1", predict_sentence_f1)
+
+# %% [markdown]
+# Every sentence contains its answer, so recall is perfect and the F1 lost is all precision: the
+# sentence's extra words. Exact match, printed next to it, counts only the answers that are whole
+# sentences already. This is why chapter 7 reports F1 for a sentence reader, and why a span
+# reader that finds the right sentence still has to cut it.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Made-up logits for the chapter's question, "What is the refund window for enterprise annual

@@ -162,6 +162,78 @@ def number_passages(texts, sources):
 check("number_passages", number_passages)
 
 # %% [markdown]
+# ## 5. From citations to real sources
+#
+# A generated answer cites passages by number; the code maps the numbers back to documents so the
+# user can click through. Below, the help centre's top 5 articles for a real question, as BM25
+# ranks them (no model is loaded).
+#
+# **Task.** `cited_sources(reply, passage_ids)` returns the ids of the passages the reply cites,
+# in order of first citation, each once: `[n]` cites `passage_ids[n - 1]`; a number outside 1 ..
+# `len(passage_ids)` cites nothing. The check uses real rankings and replies made from their text.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.chunking import count_tokens
+from ragbook.datasets import load_helpcentre
+
+hc = load_helpcentre()
+bm25 = BM25Index().build(hc.documents)
+dev = [q for q in hc.split("dev") if q.gold]
+passage_ids = [h.id for h in bm25.search(dev[0].text, k=5)]
+print(f"question: {dev[0].text!r}\npassages: {passage_ids}")
+
+
+# %%
+def cited_sources(reply, passage_ids):
+    """Ids of the passages a reply cites, first citation first, no repeats."""
+    ### BEGIN SOLUTION hint: re.findall(r"\[(\d+)\]", reply); keep 1 <= n <= len(passage_ids); passage_ids[n - 1]; skip ids already taken
+    out = []
+    for n in (int(x) for x in re.findall(r"\[(\d+)\]", reply)):
+        if 1 <= n <= len(passage_ids) and passage_ids[n - 1] not in out:
+            out.append(passage_ids[n - 1])
+    return out
+    ### END SOLUTION
+
+
+# %%
+check("cited_sources", cited_sources)
+
+# %% [markdown]
+# ## 6. Predict, then run: what do three articles cost the prompt?
+#
+# For the next question, a generator would be handed the top 3 articles whole. **Before running
+# the cell after next**, predict how many encoder tokens those 3 articles hold (the prompt's
+# instructions and numbering come on top). Their word counts are printed below; a prediction
+# within 30% passes.
+
+# %%
+top3 = bm25.search(dev[1].text, k=3)
+print(f"question: {dev[1].text!r}")
+print("words of the top 3:", [len(h.text.split()) for h in top3])
+
+
+# %%
+def predict_context_tokens():
+    """My prediction of the tokens of the top 3 articles, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number; an English word is a bit more than one token
+    return round((322 + 1458 + 316) * 1.3)
+    ### END SOLUTION
+
+
+# %%
+print("tokens of the top 3:", [count_tokens(h.text) for h in top3],
+      f"in all {sum(count_tokens(h.text) for h in top3)}")
+
+# %%
+check("predict_context_tokens", predict_context_tokens)
+
+# %% [markdown]
+# Tokens run above words: numbers, prices, code and Markdown split into several tokens each. One
+# long page can take most of the context: the reason chapter 10 compares retrievers at equal
+# token budgets, not at equal k.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Five retrieved passages, best first. Put them in reading order, number them, then check three

@@ -301,6 +301,74 @@ def first_conflict(answer, others, margin=0.05, min_shared=2):
 check("first_conflict", first_conflict)
 
 # %% [markdown]
+# ## 7. The figures of a real article
+#
+# Conflict detection (section 6) compares figures. Before trusting it on a corpus, look at what it
+# extracts from real pages. Below, the help centre's API rate limits article.
+#
+# **Task.** `figures_by_unit(text)` returns `{unit: sorted list of the distinct values}` for every
+# figure in `text`, found as in your `extract_quantities` (values as strings, as it returns them,
+# so `sorted` orders them as strings). The check uses real articles.
+
+# %%
+from ragbook.datasets import load_helpcentre
+from ragbook.pipeline import RuleCondenser
+
+hc = load_helpcentre()
+article = hc.doc("api-rate-limits")
+print(f"{article.id}: {len(article.text.split())} words")
+
+
+# %%
+def figures_by_unit(text):
+    """The figures in `text`, grouped by unit."""
+    ### BEGIN SOLUTION hint: call extract_quantities(text), then group the values by unit and sort each group
+    groups = {}
+    for value, unit in extract_quantities(text):
+        groups.setdefault(unit, set()).add(value)
+    return {unit: sorted(values) for unit, values in groups.items()}
+    ### END SOLUTION
+
+
+# %%
+check("figures_by_unit", figures_by_unit)
+
+# %% [markdown]
+# ## 8. Predict, then run: how many follow-ups get condensed?
+#
+# The help centre's labelled questions include follow-ups ("and on the free plan?") with the
+# conversation before them. **Before running the cell after next**, predict how many of them the
+# package's rule condenser (section 4's rules) rewrites, that is, returns something other than the
+# message itself. Their number is printed below; a prediction within 3 passes.
+
+# %%
+follow_ups = [q for q in hc.questions if q.category == "follow_up"]
+print(f"{len(follow_ups)} follow-up questions, e.g. {follow_ups[0].text!r}")
+
+
+# %%
+def predict_condensed_follow_ups():
+    """My prediction of the number rewritten, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number between 0 and the number of follow-ups
+    return 34
+    ### END SOLUTION
+
+
+# %%
+condenser = RuleCondenser()
+unchanged = [q.text for q in follow_ups if condenser.condense(q.text, list(q.turns)) == q.text]
+print(f"rewritten: {len(follow_ups) - len(unchanged)} of {len(follow_ups)}; left as they were: "
+      f"{unchanged}")
+
+# %%
+check("predict_condensed_follow_ups", predict_condensed_follow_ups)
+
+# %% [markdown]
+# The labelled follow-ups were written as follow-ups, so the rules catch nearly all of them; the
+# one left alone is printed above. The harder question is the reverse one: how many stand-alone
+# questions the rules rewrite by mistake. Run the condenser on the other categories to find out.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Your condenser on the help centre's real follow-up questions: what does the retriever get to

@@ -224,6 +224,77 @@ def where_matches(metadata, where):
 check("where_matches", where_matches)
 
 # %% [markdown]
+# ## 6. Section paths of real chunks
+#
+# Contextual retrieval puts each chunk's heading path in front of it. Below, real help-centre
+# articles cut into chunks of at most 300 characters (character lengths, so no tokenizer is
+# needed), with each chunk's start offset.
+#
+# **Task.** `heading_paths(text, offsets)` returns the section path (your `section_path`) at each
+# offset, one list per offset. The check uses real articles and their chunk offsets.
+
+# %%
+from ragbook.bm25 import BM25Index
+from ragbook.chunking import chunk_documents
+from ragbook.datasets import load_helpcentre
+from ragbook.expansion import fit_budget
+
+hc = load_helpcentre()
+doc = hc.doc("billing-refund-policy")
+offsets = [c.start for c in chunk_documents([doc], size=300, overlap=0, length="chars")]
+print(f"{doc.id}: {len(offsets)} chunks starting at {offsets}")
+
+
+# %%
+def heading_paths(text, offsets):
+    """The section path at every offset."""
+    ### BEGIN SOLUTION hint: [section_path(text, offset) for offset in offsets]
+    return [section_path(text, offset) for offset in offsets]
+    ### END SOLUTION
+
+
+# %%
+check("heading_paths", heading_paths)
+
+# %% [markdown]
+# ## 7. Predict, then run: whole articles in a 512-word budget
+#
+# BM25 ranks the help centre's articles for the question below; `fit_budget` hands the reader
+# whole hits while they fit in 512 words and cuts the first that does not. **Before running the
+# cell after next**, predict how many *whole* articles the reader gets. The average article length
+# is printed; a prediction within 1 passes.
+
+# %%
+question = [q for q in hc.split("dev") if q.gold][0]
+print(f"question: {question.text!r}")
+print(f"average article: {sum(len(d.text.split()) for d in hc.documents) / len(hc.documents):.0f} "
+      f"words")
+
+
+# %%
+def predict_whole_in_budget():
+    """My prediction, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a whole number; 512 words divided by the length of a typical article
+    return 1
+    ### END SOLUTION
+
+
+# %%
+hits = BM25Index().build(hc.documents).search(question.text, k=10)
+handed = fit_budget(hits, 512, length="words")
+whole = sum(len(h.text) == len(o.text) for h, o in zip(handed, hits))
+print(f"words of the top 3: {[len(h.text.split()) for h in hits[:3]]}; handed {len(handed)} "
+      f"hits, {whole} whole")
+
+# %%
+check("predict_whole_in_budget", predict_whole_in_budget)
+
+# %% [markdown]
+# Whole articles are big units for a reader: at this budget the reader gets one article whole and
+# the start of the next (the printed lengths say why). Chunks, or parent documents cut to the
+# budget, are how sections 1 and 4 hand over more sources for the same tokens.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # The superseded-page trap in miniature: three pages, the retired one first by score. What

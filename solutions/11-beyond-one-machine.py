@@ -232,6 +232,69 @@ def overlap_at_k(a, b, k):
 check("overlap_at_k", overlap_at_k)
 
 # %% [markdown]
+# ## 6. The memory of an index over a real corpus
+#
+# Sizing starts from a count. Below, the number of sections in the Python documentation corpus,
+# the book's second labelled corpus: one vector per section.
+#
+# **Task.** `corpus_vector_bytes(n_vectors, dim, encoding, pq_m, hnsw_m)` returns the bytes the
+# index holds: per vector your `bytes_per_vector(dim, encoding, pq_m)`, plus your
+# `hnsw_graph_bytes(hnsw_m)` when `hnsw_m` is not None; times `n_vectors`. The check uses the real
+# corpus sizes.
+
+# %%
+from ragbook.datasets import load_pydocs
+
+n_sections = len(load_pydocs().documents)
+print(f"{n_sections:,} sections in the Python documentation corpus")
+
+
+# %%
+def corpus_vector_bytes(n_vectors, dim, encoding, pq_m, hnsw_m):
+    """Bytes of the vectors (and the HNSW graph, if any) of an index."""
+    ### BEGIN SOLUTION hint: n_vectors * (bytes_per_vector(dim, encoding, pq_m) + (hnsw_graph_bytes(hnsw_m) if hnsw_m else 0))
+    per_vector = bytes_per_vector(dim, encoding, pq_m)
+    if hnsw_m is not None:
+        per_vector += hnsw_graph_bytes(hnsw_m)
+    return n_vectors * per_vector
+    ### END SOLUTION
+
+
+# %%
+check("corpus_vector_bytes", corpus_vector_bytes)
+
+# %% [markdown]
+# ## 7. Predict, then run: does it fit on a laptop?
+#
+# **Before running the cell after next**, predict the size in MiB (2**20 bytes) of a flat float32
+# index of these sections with the offline profile's 384-dimensional encoder. A prediction within
+# 25% passes.
+
+# %%
+def predict_pydocs_mib():
+    """My prediction in MiB, written before running the next cell."""
+    ### BEGIN SOLUTION hint: return a number; sections x 384 numbers x 4 bytes, over 2**20
+    return 10_000 * 384 * 4 / 2**20
+    ### END SOLUTION
+
+
+# %%
+from ragbook.backends.sizing import bytes_per_vector as package_bytes
+from ragbook.backends.sizing import hnsw_graph_bytes as package_graph
+
+flat = n_sections * package_bytes(384, "float32", None) / 2**20
+graph = n_sections * (package_bytes(384, "float32", None) + package_graph(32)) / 2**20
+print(f"flat float32: {flat:.1f} MiB; with an HNSW graph (M=32): {graph:.1f} MiB")
+
+# %%
+check("predict_pydocs_mib", predict_pydocs_mib)
+
+# %% [markdown]
+# MiB, not GiB: a corpus of this size fits in any laptop's memory many times over, so one machine
+# serves it with a flat index. The arithmetic of section 4 starts to matter only orders of
+# magnitude later, which is why chapter 11 sizes before it shards.
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # Size an index for 100 million chunks of 384-d vectors with your functions. Change the
