@@ -191,7 +191,7 @@ check("term_cosine", term_cosine)
 #
 # `billing-refund-policy-2024` is the retired refund policy; `billing-refund-policy` replaced it.
 # **Before running the cell after next**, predict the word-count cosine of the two. For scale:
-# two unrelated articles score low, a page with itself scores 1. A prediction within 0.15 of the
+# two unrelated articles score low, a page with itself scores 1. A prediction within `0.15` of the
 # real value passes.
 
 # %%

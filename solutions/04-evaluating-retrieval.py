@@ -233,7 +233,7 @@ check("mean_recall", mean_recall)
 #
 # **Before running the cell after next**, predict BM25's recall@5 over these questions (a number
 # between 0 and 1). The dev split mixes categories: exact tokens (error codes, plan names),
-# paraphrases in customers' words, pages that look alike, follow-ups. A prediction within 0.15
+# paraphrases in customers' words, pages that look alike, follow-ups. A prediction within `0.15`
 # passes.
 
 # %%

@@ -259,7 +259,7 @@ check("corpus_idf", corpus_idf)
 #
 # **Before running the cell after next**, predict in how many of the help centre's articles the
 # word `plan` occurs (its document frequency). The help centre is a SaaS product's, with Free,
-# Starter, Pro and Enterprise plans. A prediction within 25% passes.
+# Starter, Pro and Enterprise plans. A prediction within `25%` passes.
 
 # %%
 def predict_plan_df():

@@ -241,7 +241,7 @@ check("answer_f1", answer_f1)
 # ## 6. Predict, then run: what F1 does a right sentence get?
 #
 # Suppose a reader always finds the right sentence and returns it whole. **Before running the cell
-# after next**, predict its mean F1 over the 20 examples above. A prediction within 0.15 passes.
+# after next**, predict its mean F1 over the 20 examples above. A prediction within `0.15` passes.
 
 # %%
 def predict_sentence_f1():

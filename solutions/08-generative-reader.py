@@ -205,7 +205,7 @@ check("cited_sources", cited_sources)
 # For the next question, a generator would be handed the top 3 articles whole. **Before running
 # the cell after next**, predict how many encoder tokens those 3 articles hold (the prompt's
 # instructions and numbering come on top). Their word counts are printed below; a prediction
-# within 30% passes.
+# within `30%` passes.
 
 # %%
 top3 = bm25.search(dev[1].text, k=3)

@@ -268,7 +268,7 @@ check("corpus_vector_bytes", corpus_vector_bytes)
 #
 # **Before running the cell after next**, predict the size in MiB (2**20 bytes) of a flat float32
 # index of these sections with the offline profile's 384-dimensional encoder. A prediction within
-# 25% passes.
+# `25%` passes.
 
 # %%
 def predict_pydocs_mib():
