@@ -71,6 +71,8 @@ def files() -> dict[str, str]:
         "with a front-matter block (package, version, licence) added on top. Built by "
         "`tools/build_pkgdocs.py`; each text stays under its package's licence, listed here "
         "as the package metadata states it.", "",
+        f"{len(rows)} files, {sum(len(t.split()) for t in out.values()):,} words (front "
+        f"matter included). Used by the capstone, `solutions/12-capstone`; no chapter uses it.", "",
         "| file | package | version | licence |", "|---|---|---|---|", *rows, ""])
     return out
 
