@@ -386,7 +386,11 @@ _WINDOWS = [(100_000, 500, 0), (100_000, 500, 100), (100_000, 500, 250), (500, 5
                             lambda total, size, overlap: _chunking.window_count(total, size)),
                     Mistake("the rough count ceil(total / stride)", "the first window covers "
                             "size tokens; only the remaining total - size need strides",
-                            _chunking.rough_window_count)))
+                            _chunking.rough_window_count),
+                    Mistake("strides rounded down", "a last, partial stride still needs a "
+                            "window: math.ceil, not //", lambda total, size, overlap:
+                            0 if total <= 0 else 1 if total <= size
+                            else (total - size) // (size - overlap) + 1)))
 def _():
     for args in _WINDOWS:
         yield Case(args, _chunking.window_count(*args))
