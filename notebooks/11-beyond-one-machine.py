@@ -32,7 +32,7 @@
 # The plan: check that nothing about the *answers* changes (dense, BM25, hybrid, the whole
 # chapter 9 pipeline), then look at what does change — filters become expressions, writes
 # become upserts, an index becomes a collection that outlives the process — and finally size
-# the thing on paper for 10 and 100 million chunks.
+# the thing on paper for tens and hundreds of millions of chunks.
 
 # %%
 import logging
@@ -239,22 +239,30 @@ for name, analyzer in (("standard + lowercase", MILVUS_STANDARD), ("+ our stopwo
 
 # %%
 def recall_pair(ours_retriever, milvus_retriever, qs, qrels):
+    """Per-question recall@10 of both retrievers and the paired difference (Milvus - ours)."""
     a = per_query(qrels, retrieve_run(ours_retriever, qs, k=10), "recall@10")
     b = per_query(qrels, retrieve_run(milvus_retriever, qs, k=10), "recall@10")
     diff, lo, hi = paired_bootstrap(a, b)
-    return (f"{len(a)} questions: HybridRetriever {show('', a.values())}, Milvus hybrid "
-            f"{show('', b.values())}; Milvus - ours {diff:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    print(f"{len(a)} questions: HybridRetriever {show('', a.values())}, Milvus hybrid "
+          f"{show('', b.values())}; Milvus - ours {diff:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    return diff, lo, hi
 
 
+measured = {"dense top-10 overlap, help centre": float(np.mean(overlaps))}   # the chapter's key numbers, for the summary
+measured["BM25 top-10 overlap (our stopwords), help centre"] = float(np.mean(ov))
 hc_test = [(q.id, q.standalone) for q in hc.split("test") if q.gold]
-print("help centre recall@10,", recall_pair(ours, milvus, hc_test, hc.qrels("test")))
+print("help centre recall@10,", end=" ")
+measured["hybrid recall@10, Milvus - ours, help centre"] = recall_pair(ours, milvus, hc_test, hc.qrels("test"))
 
 # %% [markdown]
-# The same three measurements on the Python documentation: 10,370 sections, 175 FAQ
-# questions (recall on the 90 test ones). The embeddings come from the cache chapter 3 filled.
+# The same three measurements on the Python documentation (its size is printed first;
+# recall is measured on the test questions). The embeddings come from the cache chapter 3
+# filled.
 
 # %%
 py = load_pydocs()
+print(f"Python docs: {len(py.documents):,} sections, {len(py.questions)} FAQ questions, "
+      f"{len(py.split('test'))} of them test")
 t = time.perf_counter()
 py_ours = HybridRetriever(DenseIndex(encoder), BM25Index()).build(py.documents)
 t_ours = time.perf_counter() - t
@@ -268,8 +276,11 @@ ov = [overlap_at_k([h.id for h in py_ours.dense.search(q, 10)], [h.id for h in p
 print(f"dense, {show('overlap@10 with DenseIndex', ov)}")
 rho, ovb = bm25_agreement(DEFAULT_ANALYZER, py.documents, py_questions, py_ours.bm25)
 print(f"BM25 (our stopwords), {show('rho', rho)}, {show('overlap@10', ovb)}")
-print("hybrid recall@10,", recall_pair(py_ours, py_milvus, [(q.id, q.text) for q in py.split("test")],
-                                        py.qrels("test")))
+print("hybrid recall@10,", end=" ")
+measured["dense top-10 overlap, Python docs"] = float(np.mean(ov))
+measured["BM25 top-10 overlap (our stopwords), Python docs"] = float(np.mean(ovb))
+measured["hybrid recall@10, Milvus - ours, Python docs"] = recall_pair(
+    py_ours, py_milvus, [(q.id, q.text) for q in py.split("test")], py.qrels("test"))
 
 # %% [markdown]
 # Reading the numbers above: exact dense search agrees top-10 for top-10 — moving the
@@ -296,6 +307,7 @@ same = [a.answer.text == b.answer.text for a, b in zip(here, there, strict=True)
 same_sources = [[h.doc_id for h in a.sources] == [h.doc_id for h in b.sources] for a, b in zip(here, there, strict=True)]
 print(f"{len(dev)} dev questions: same answer {sum(same)}, same source pages {sum(same_sources)}, "
       f"escalated here {sum(r.escalated for r in here)} / on Milvus {sum(r.escalated for r in there)}")
+measured["pipeline: same answer on dev questions"] = f"{sum(same)} of {len(dev)}"
 for q, a, b, s in zip(dev, here, there, same, strict=True):
     if not s:
         print(f"\n{q.text[:90]}\n  here:   {str(a.answer.text)[:90]}\n  Milvus: {str(b.answer.text)[:90]}")
@@ -434,18 +446,21 @@ def latency_ms(store, vectors, rounds=2):
 
 py_qvecs = encoder.encode_queries(py_questions)
 faiss_ms, milvus_ms = latency_ms(py_ours.dense.store_, py_qvecs), latency_ms(py_milvus.store_, py_qvecs)
-print(f"median per query over {len(py_qvecs)} questions x 2, 10,370 vectors: FaissStore {faiss_ms:.2f} ms, "
-      f"MilvusStore (Lite) {milvus_ms:.2f} ms: Milvus Lite takes {milvus_ms / faiss_ms:.1f}x as long")
+print(f"median per query over {len(py_qvecs)} questions x 2, {len(py_ours):,} vectors: FaissStore "
+      f"{faiss_ms:.2f} ms, MilvusStore (Lite) {milvus_ms:.2f} ms: Milvus Lite takes "
+      f"{milvus_ms / faiss_ms:.1f}x as long")
+measured["Milvus Lite / FaissStore median search time (this machine)"] = f"{milvus_ms / faiss_ms:.1f}x"
 
 # %% [markdown]
 # Each Milvus search is, besides the scan itself, a gRPC call to a server thread, a filter
 # compilation, a merge over segments and a row fetch, in Python; the ratio above shows what
 # that costs on this machine. It is the price of code that runs unchanged against a cluster,
 # where the search itself is parallel C++ and the bottleneck is elsewhere.
-# `bench/milvus.py` measures build time, latency and peak memory at 10k and 100k vectors
-# against `DenseIndex` flat and HNSW, one process per configuration (`docs/benchmarks.md`).
+# `bench/milvus.py` measures build time, latency and peak memory at two corpus sizes
+# against `DenseIndex` flat and HNSW, one process per configuration (source: its results
+# in `docs/benchmarks.md`; not re-run here).
 #
-# ## 7. Sizing on paper: 10 and 100 million chunks
+# ## 7. Sizing on paper: tens and hundreds of millions of chunks
 #
 # Before a cluster is bought, its memory is arithmetic. Per chunk a query node holds the
 # vector (in the index's encoding), the index structure (HNSW's links), and — unless they
@@ -478,6 +493,9 @@ for n in (10_000_000, 100_000_000):
         all_bytes = n * (per + text_bytes + sparse_bytes)
         nodes = shards_needed(all_bytes, node_gib * 2**30, fill) * replicas
         print(f"{name:32s} {n // 1_000_000:>5d}M {vec_gib:11.1f} {all_bytes / 2**30:12.1f} {nodes:6d}")
+        if name == "HNSW float32":
+            measured[f"query nodes for {n // 1_000_000}M chunks, HNSW float32 + fields, "
+                     f"{replicas} replicas"] = nodes
 
 # %% [markdown]
 # Reading the table: at 10 million chunks the float32 HNSW index alone fits in one 64 GiB
@@ -513,7 +531,7 @@ for n in (10_000_000, 100_000_000):
 # the segment without the row; an upsert is a delete plus an insert. Many small upserts make
 # many small segments and many tombstones, so compaction (which Milvus runs in the
 # background) is what keeps search fast and memory honest — budget for it, which is one
-# reason the sizing leaves 30% of each node free. Milvus Lite showed the segment model in
+# reason the sizing fills each node only to 70%. Milvus Lite showed the segment model in
 # miniature in section 5: a row in its own segment was scored with its own statistics.
 #
 # **One process, many.** The lock of section 5 disappears: any number of ingestion workers
@@ -524,3 +542,24 @@ milvus.close()
 py_milvus.close()
 shutil.rmtree(workdir, ignore_errors=True)
 print("closed; temporary databases removed")
+
+# %% [markdown]
+# ## What you built / what you measured
+#
+# * a translator from the `where` language to Milvus expressions (quoted, escaped, `$ne`
+#   passing a missing key), checked against `milvus_filter`;
+# * the retriever contract on Milvus Lite — dense, BM25 and hybrid in one collection — and
+#   the chapter 9 pipeline on it by changing one line;
+# * upsert, delete and reopen on a collection that outlives the process, and a sizing table
+#   for a cluster.
+#
+# The key numbers, as measured above, and the profile and encoder that made them:
+
+# %%
+print(f"profile: {models.active_profile()}; dense: {encoder.fingerprint}")
+for name, value in measured.items():
+    if isinstance(value, tuple):
+        value = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*value)
+    elif isinstance(value, float):
+        value = f"{value:.3f}"
+    print(f"{name:66s} {value}")
