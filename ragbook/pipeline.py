@@ -41,7 +41,7 @@ from .bm25 import Tokenizer
 from .cache import Cache, identity
 from .fusion import HybridRetriever, reciprocal_rank_fusion
 from .llm import get_llm
-from .readers import Span, default_extractive_reader, instruction_like
+from .readers import Span, default_extractive_reader, hit_spans, instruction_like
 from .retrieval import check_k, check_query, check_threshold, validate_where
 from .types import Answer, Hit
 
@@ -86,6 +86,8 @@ class Result:
 
     @property
     def escalated(self) -> bool:
+        """True when the pipeline handed the question over instead of answering (``reason`` says
+        why)."""
         return self.answer.text is None
 
     def to_dict(self) -> dict:
@@ -105,6 +107,9 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Result:
+        """The ``Result`` that ``to_dict`` wrote (one trace line read back); ``KeyError`` or
+        ``TypeError`` when ``d`` is not such a record (``read_traces`` turns those into a
+        ``ValueError`` naming the line)."""
         def hit(x: Mapping[str, Any]) -> Hit:
             return Hit(x["id"], x["score"], x["rank"], x["doc_id"], x["text"], x["metadata"],
                        x["start"], x["end"])
@@ -173,11 +178,16 @@ class RuleCondenser:
         self.max_words = check_k(max_words, "max_words")
 
     def is_follow_up(self, question: str) -> bool:
+        """True when ``question`` needs the earlier turn to make sense: short, opening with a
+        connective, or referring back (see the class docstring)."""
         return (len(question.split()) <= self.max_words or bool(_CONNECTIVE.match(question))
                 or bool(_BACK_REFERENCE.search(question)))
 
     def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
                  ) -> str:
+        """``question`` as a stand-alone retrieval query: unchanged unless it is a follow-up
+        and ``history`` (``{"role", "content"}`` turns) has an earlier user turn. Raises
+        ``TypeError`` when ``history`` is not a list of such turns."""
         question = check_query(question)
         previous = _last_user_turn(history) if history else None
         if previous is None or not self.is_follow_up(question):
@@ -209,11 +219,15 @@ class LLMCondenser:
 
     @property
     def llm(self):
+        """The chat model: the one given, else ``get_llm()`` on first use (the profile's
+        generator; ``LLMUnavailableError`` when none can be loaded)."""
         if self._llm is None:  # loads a model: only when first needed
             self._llm = get_llm()
         return self._llm
 
     def messages(self, question: str, history: Sequence[Mapping[str, str]]) -> list[dict]:
+        """The chat messages asking the model to rewrite ``question``: the instruction, the
+        conversation as ``Role: text`` lines, and the last message."""
         lines = [f"{t.get('role', 'user').capitalize()}: {t['content'].strip()}"
                  for t in history if t.get("content", "").strip()]
         return [{"role": "system", "content": CONDENSE_PROMPT},
@@ -222,6 +236,9 @@ class LLMCondenser:
 
     def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
                  ) -> str:
+        """``question`` rewritten by the model as a stand-alone question, or unchanged without an
+        earlier user turn; a reply that cannot be trusted (empty, multi-line, too long) gives
+        the fallback's answer instead. ``last_["by"]`` records which."""
         question = check_query(question)
         if not history or _last_user_turn(history) is None:
             self.last_ = {"by": "none", "reply": None}
@@ -350,7 +367,11 @@ class Pipeline:
         return where or None
 
     def prepare(self, question: str, history=None, where=None) -> Prepared:
-        """Condense, retrieve, fuse, rerank, and find each candidate's best span."""
+        """Condense, retrieve, fuse, rerank, and find each candidate's best span: everything
+        that does not depend on the thresholds, so ``decide`` can be re-run cheaply with
+        other thresholds (chapter 9's sliders). Raises ``ValueError`` for a blank question,
+        ``TypeError`` for a malformed ``history`` or ``where``, and whatever the retriever
+        raises (``NotBuiltError``, ``IndexDriftError``, ``EncoderMismatchError``)."""
         question = check_query(question)
         trace = []
         t = time.perf_counter()
@@ -389,7 +410,7 @@ class Pipeline:
         spans: tuple[Span | None, ...] = ()
         if hasattr(self.reader, "spans") and pool:
             t = time.perf_counter()
-            spans = tuple(max((s for s in self.reader.spans(condensed, h.text, h.id)
+            spans = tuple(max((s for s in hit_spans(self.reader, condensed, h)
                                if not (self.skip_instructions and instruction_like(s.text))),
                               key=lambda s: s.score, default=None) for h in pool)
             read = [(h.id, s.score) for h, s in zip(pool, spans, strict=True) if s is not None]
@@ -472,7 +493,10 @@ class Pipeline:
 
     def ask(self, question: str, history=None, where=None) -> Result:
         """Answer ``question`` (a follow-up is condensed against ``history``, a list of
-        ``{"role", "content"}`` turns) from items passing ``where``, or escalate."""
+        ``{"role", "content"}`` turns) from items passing ``where``, or escalate: the
+        ``Result`` says which, why (``reason``, ``detail``) and what a person taking over
+        needs (``candidates``). Not answering is a result, never an exception; errors are
+        those of ``prepare``."""
         result = self.decide(self.prepare(question, history, where))
         if self.trace_path is not None:
             with open(Path(self.trace_path), "a", encoding="utf-8") as f:
@@ -544,11 +568,14 @@ class CachedPipeline:
         reader = p.reader
         return "|".join([identity(p.retriever), type(reader).__name__,
                          str(getattr(reader, "min_score", None)),
+                         str(getattr(reader, "rank_weight", 0.0)),
                          str(getattr(getattr(reader, "encoder", None), "fingerprint", "")),
                          type(p.reranker).__name__, str(p.min_score), str(p.rerank_threshold),
                          str(p.exclude_superseded), str(p.keep), str(p.candidates)])
 
     def ask(self, question: str, history=None, where=None) -> Result:
+        """``Pipeline.ask``, answered from the cache when the same condensed question and filter
+        were asked within ``ttl`` under the same corpus, models and thresholds."""
         question = check_query(question)
         condensed = (self.pipeline.condenser.condense(question, history) if history
                      else question)

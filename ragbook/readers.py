@@ -40,7 +40,8 @@ from .types import Answer, Hit
 __all__ = ["Span", "ExtractiveReader", "best_span", "GenerativeReader", "NOT_IN_CONTEXT",
            "build_messages", "order_for_reading", "parse_citations", "is_abstention", "Citations",
            "SentenceReader", "default_extractive_reader", "split_claims", "support",
-           "calibrate_min_score", "instruction_like"]
+           "calibrate_min_score", "instruction_like", "hit_spans", "OFFLINE_SENTENCE_MIN_SCORE",
+           "OFFLINE_SENTENCE_ENCODER"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ class ExtractiveReader:
 
     @property
     def pair(self):
+        """(model, tokenizer): the ones given, else the profile's ``span_reader`` loaded on
+        first use (``ModelUnavailableError`` offline, where no QA model ships)."""
         if self._pair is None:
             self._pair = models.load("span_reader", self.profile)
         return self._pair
@@ -129,7 +132,9 @@ class ExtractiveReader:
 
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
         """The best span over ``hits``; abstains with a reason when there is nothing to read
-        or the best score is under ``min_score``."""
+        (``no_candidates``) or the best score is under ``min_score`` (``low_confidence``).
+        Raises ``TypeError`` when ``hits`` is not a list of ``Hit`` and ``ValueError`` for a
+        blank question."""
         return _read_best_span(self, question, hits)
 
 
@@ -143,7 +148,7 @@ def _read_best_span(reader, question: str, hits: Sequence[Hit]) -> Answer:
                         f"got {type(hits).__name__}")
     if not hits:
         return Answer(None, reason="no_candidates")
-    best = max((s for h in hits for s in reader.spans(question, h.text, h.id)),
+    best = max((s for h in hits for s in hit_spans(reader, question, h)),
                key=lambda s: s.score, default=None)
     reader.latencies_.append(time.perf_counter() - t)
     if best is None:
@@ -151,6 +156,15 @@ def _read_best_span(reader, question: str, hits: Sequence[Hit]) -> Answer:
     if reader.min_score is not None and best.score < reader.min_score:
         return Answer(None, sources=(best.source,), scores=(best.score,), reason="low_confidence")
     return Answer(best.text, sources=(best.source,), scores=(best.score,))
+
+
+def hit_spans(reader, question: str, hit: Hit) -> list[Span]:
+    """The candidate spans of one retrieved ``hit`` as ``reader`` scores them: the reader's
+    ``hit_spans`` when it has one (``SentenceReader`` adds its retrieval-rank prior there),
+    else its ``spans`` of the hit's text. What ``read``, ``calibrate_min_score`` and
+    ``Pipeline.prepare`` all call, so the three score a span the same way."""
+    own = getattr(reader, "hit_spans", None)
+    return own(question, hit) if own is not None else reader.spans(question, hit.text, hit.id)
 
 # -- the generative reader -----------------------------------------------------------------
 
@@ -357,6 +371,8 @@ class GenerativeReader:
 
     @property
     def llm(self):
+        """The chat model: the one given, else ``get_llm()`` on first use (the profile's
+        generator; ``LLMUnavailableError`` when none can be loaded)."""
         if self._llm is None:
             self._llm = get_llm()
         return self._llm
@@ -365,6 +381,9 @@ class GenerativeReader:
         return callable(getattr(self.llm, "score", None))
 
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
+        """Answer ``question`` from the first ``k`` of ``hits`` (best first), or abstain or
+        flag as the class docstring lists; the trace of this call is in ``last_``. Errors of
+        the chat backend (``LLMUnavailableError``, ``LLMResponseError``) propagate."""
         t = time.perf_counter()
         if not hits:
             return Answer(None, reason="no_candidates")
@@ -447,12 +466,27 @@ class SentenceReader:
     (``bench/readers.py``), better than a QA head fine-tuned on CPU from the packaged MiniLM
     on our ~250 training questions. Like any extractive reader it can only return text that
     is in the passage; it answers with a whole sentence, so exact match is low and F1 is the
-    fairer score. ``min_score`` (cosine) is the abstention threshold.
+    fairer score.
+
+    Settings: ``encoder`` (default: the profile's ``Encoder()``); ``min_score``, the
+    abstention threshold on a span's score (None: never abstain; the value
+    ``default_extractive_reader`` ships is calibrated for one encoder only);
+    ``min_words``, the shortest sentence that can be an answer (shorter ones, and Markdown
+    headings, are skipped); ``rank_weight``, a prior for the retrieval rank: a sentence of
+    the hit ranked ``r`` scores ``cosine + rank_weight / r`` (0: cosine alone), so that
+    between two near-equal sentences the better-retrieved passage wins. Off by default: on
+    the help-centre pipeline questions it showed no gain on test (``bench/reader_rank_prior.py``,
+    docs/benchmarks.md); a threshold calibrated without it does not carry over to it.
     """
 
-    def __init__(self, encoder=None, min_score: float | None = None, min_words: int = 3):
+    def __init__(self, encoder=None, min_score: float | None = None, min_words: int = 3,
+                 rank_weight: float = 0.0):
         self.encoder = encoder if encoder is not None else Encoder()
         self.min_score, self.min_words = check_threshold(min_score, "min_score"), min_words
+        self.rank_weight = check_threshold(rank_weight, "rank_weight") or 0.0
+        if self.rank_weight < 0:
+            raise ValueError(f"rank_weight must be >= 0 (a bonus for better-ranked hits), got "
+                             f"{rank_weight!r}")
         self.latencies_: list[float] = []
 
     def spans(self, question: str, context: str, source: str = "") -> list[Span]:
@@ -476,16 +510,56 @@ class SentenceReader:
                   @ self.encoder.encode_queries([question])[0])
         return [Span(t, a, z, float(s), source) for (a, z, t), s in zip(sents, scores, strict=True)]
 
+    def hit_spans(self, question: str, hit: Hit) -> list[Span]:
+        """``spans`` of a retrieved hit's text, each score raised by the rank prior
+        ``rank_weight / hit.rank`` (unchanged when ``rank_weight`` is 0)."""
+        spans = self.spans(question, hit.text, hit.id)
+        if not self.rank_weight:
+            return spans
+        bonus = self.rank_weight / hit.rank
+        return [Span(s.text, s.start, s.end, s.score + bonus, s.source) for s in spans]
+
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
+        """The best-scoring sentence over ``hits`` (see ``hit_spans``) as an ``Answer`` naming
+        its hit; abstains with ``no_candidates`` without hits and ``low_confidence`` when the
+        best score is under ``min_score``. Raises ``TypeError`` when ``hits`` is not a list
+        of ``Hit`` and ``ValueError`` for a blank question."""
         return _read_best_span(self, question, hits)
 
+
+# The abstention threshold default_extractive_reader ships for SentenceReader (a cosine).
+# Where it came from: `RAGBOOK_PROFILE=offline python tools/calibrate_reader.py`, 2026-12-03;
+# offline profile, encoder sentence-transformers/all-MiniLM-L6-v2, rank_weight 0;
+# calibrate_min_score (the cosine with the best mean F1) on the help-centre reading tasks of
+# the DEV split (117 tasks, 53 unanswerable). On the test split (226 tasks) it abstains on
+# 56% and lifts F1 from 0.188 to 0.520: docs/benchmarks.md, "Offline reader threshold".
+# A cosine means something only under the encoder that produced it: that model alone.
+OFFLINE_SENTENCE_MIN_SCORE = 0.5605
+OFFLINE_SENTENCE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+_SENTENCE_SETTINGS = ("min_score", "min_words", "rank_weight")
+
+
 def default_extractive_reader(profile: str | None = None, **settings):
-    """``ExtractiveReader`` over the ``span_reader`` model when the profile has one, else
-    (offline) the ``SentenceReader`` that measured better than a CPU-fine-tuned QA head."""
+    """The extractive reader this profile ships: ``ExtractiveReader`` over the profile's
+    ``span_reader`` model when it has one, else (offline) the ``SentenceReader`` that
+    measured better than a CPU-fine-tuned QA head.
+
+    Offline, ``min_score`` defaults to ``OFFLINE_SENTENCE_MIN_SCORE`` — calibrated on the
+    help-centre dev split for the offline encoder (all-MiniLM-L6-v2) only, so it applies
+    only when the profile's encoder is that model; with any other encoder, and for
+    ``ExtractiveReader`` (whose score is a span probability, not a cosine), the default is
+    None (never abstain) until you calibrate your own (``calibrate_min_score`` on labelled
+    dev tasks). Passing ``min_score=None`` explicitly always means never abstain. Settings
+    only ``ExtractiveReader`` has (``max_length``, ``overlap``, ...) are not used offline.
+    """
     try:
         models.resolve("span_reader", profile)
     except models.ModelUnavailableError:
-        return SentenceReader(min_score=settings.get("min_score"))
+        encoder = Encoder(profile=profile)
+        chosen = {k: v for k, v in settings.items() if k in _SENTENCE_SETTINGS}
+        if "min_score" not in chosen and encoder.model_id == OFFLINE_SENTENCE_ENCODER:
+            chosen["min_score"] = OFFLINE_SENTENCE_MIN_SCORE
+        return SentenceReader(encoder, **chosen)
     return ExtractiveReader(profile=profile, **settings)
 
 
@@ -496,7 +570,7 @@ def calibrate_min_score(reader, tasks) -> float:
     if not tasks:
         raise ValueError("no tasks to calibrate on; pass labelled ReadingTasks "
                          "(e.g. load_reading_tasks(split='train'))")
-    best = [max((s for h in t.passages for s in reader.spans(t.question, h.text, h.id)),
+    best = [max((s for h in t.passages for s in hit_spans(reader, t.question, h)),
                 key=lambda s: s.score) for t in tasks]
     reader.min_score = max(sorted({s.score for s in best}),
                            key=lambda th: sum(f1_score(s.text if s.score >= th else None, t.answers)

@@ -198,6 +198,62 @@ def test_default_extractive_reader_offline_is_the_sentence_reader():
     assert isinstance(default_extractive_reader("offline", min_score=0.3), SentenceReader)
 
 
+def test_the_offline_default_abstains_at_the_calibrated_threshold(monkeypatch):
+    from ragbook import readers
+
+    assert readers.OFFLINE_SENTENCE_MIN_SCORE is not None
+    assert readers.default_extractive_reader("offline").min_score == \
+        readers.OFFLINE_SENTENCE_MIN_SCORE
+    assert readers.default_extractive_reader("offline", min_score=None).min_score is None
+    assert readers.default_extractive_reader("offline", min_score=0.3).min_score == 0.3
+    # calibrated for one encoder: under any other model the default never abstains
+    monkeypatch.setattr(readers, "OFFLINE_SENTENCE_ENCODER", "some/other-encoder")
+    assert readers.default_extractive_reader("offline").min_score is None
+
+
+def test_the_shipped_threshold_is_what_dev_calibration_gives():
+    """OFFLINE_SENTENCE_MIN_SCORE comes from tools/calibrate_reader.py; if the data or the
+    encoder change, this says so: re-run the tool and update the constant and the table."""
+    from ragbook.datasets import load_reading_tasks
+    from ragbook.readers import OFFLINE_SENTENCE_MIN_SCORE, SentenceReader, calibrate_min_score
+
+    got = calibrate_min_score(SentenceReader(), load_reading_tasks("helpcentre", "dev"))
+    assert got == pytest.approx(OFFLINE_SENTENCE_MIN_SCORE, abs=1e-4)
+
+
+class WordEncoder:
+    """A bag-of-words stand-in for the bi-encoder: exact, instant cosines for reader tests."""
+
+    VOCAB = ("refund", "window", "days", "enterprise", "office", "sunday")
+
+    def _vec(self, text):
+        v = np.array([text.lower().count(w) for w in self.VOCAB], dtype=float)
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def encode_passages(self, texts):
+        return np.array([self._vec(t) for t in texts])
+
+    encode_queries = encode_passages
+
+
+def test_the_rank_prior_adds_weight_over_rank():
+    from ragbook.readers import SentenceReader
+
+    hits = [Hit("first", 0.9, 1, text="The refund window is counted in days."),
+            Hit("second", 0.8, 2, text="Enterprise refund window: 14 days, refund window.")]
+    question = "enterprise refund window days"
+    plain = SentenceReader(WordEncoder())
+    assert plain.read(question, hits).sources == ("second",)              # the higher cosine
+    cosines = [plain.spans(question, h.text)[0].score for h in hits]
+    prior = SentenceReader(WordEncoder(), rank_weight=0.2)
+    scored = [prior.hit_spans(question, h)[0].score for h in hits]
+    assert scored == pytest.approx([cosines[0] + 0.2 / 1, cosines[1] + 0.2 / 2])
+    assert prior.read(question, hits).sources == ("first",)               # rank 1 wins now
+    assert prior.read(question, hits).scores == (pytest.approx(scored[0]),)
+    with pytest.raises(ValueError, match="rank_weight"):
+        SentenceReader(WordEncoder(), rank_weight=float("nan"))
+
+
 def test_claims_are_split_and_repeats_dropped():
     from ragbook.readers import split_claims
 
