@@ -24,7 +24,7 @@
 #
 # If you have no folder at hand, use `data/pkgdocs/readmes/`: the READMEs of a score of Python
 # packages (requests, faiss-cpu, rich, ruff, ...), taken from their installed package metadata by
-# `tools/build_pkgdocs.py` (versions and licences in `data/pkgdocs/SOURCES.md`). No chapter uses
+# `tools/build_pkgdocs.py` (versions and licences in `data/pkgdocs/README.md`). No chapter uses
 # it, so nothing in the package was tuned on it. The worked solution uses it.
 #
 # Two graded steps: `check("my_corpus_and_questions", ...)` checks your folder and questions (10 of

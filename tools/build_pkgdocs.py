@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Build ``data/pkgdocs/``: the capstone's corpus, one Markdown file per Python package
-in ``data/pkgdocs/readmes/`` (the folder to index) and ``data/pkgdocs/SOURCES.md``.
+in ``data/pkgdocs/readmes/`` (the folder to index) and ``data/pkgdocs/README.md``.
 
 The text is each package's own README as its authors published it: the long description
 (the ``Description`` body of the ``METADATA`` file in ``*.dist-info``) of the packages
@@ -10,13 +10,13 @@ this corpus, so the capstone is a corpus you have not tuned anything on.
 
 Each file gets a front-matter block (package, version, licence), which
 ``ragbook.ingest.read_documents`` turns into metadata; the body is byte-for-byte the
-published description. ``SOURCES.md`` lists what was taken from where.
+published description. ``README.md`` lists what was taken from where.
 
     .venv/bin/python tools/build_pkgdocs.py                 # (re)write data/pkgdocs/
     .venv/bin/python tools/build_pkgdocs.py --check         # exit 1 if it would change
 
 A rebuild in an environment with other versions changes the text (and maybe the
-capstone's numbers): SOURCES.md records the versions used.
+capstone's numbers): README.md records the versions used.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def licence(meta) -> str:
 
 
 def files() -> dict[str, str]:
-    """{file name: content} for every package in PACKAGES, plus SOURCES.md."""
+    """{file name: content} for every package in PACKAGES, plus README.md."""
     out, rows = {}, []
     for name in PACKAGES:
         try:
@@ -64,7 +64,7 @@ def files() -> dict[str, str]:
         out[f"readmes/{slug}.md"] = (f"---\npackage: {meta['Name']}\nversion: {meta['Version']}\n"
                              f"license: {lic}\n---\n{body.strip()}\n")
         rows.append(f"| `readmes/{slug}.md` | {meta['Name']} | {meta['Version']} | {lic} |")
-    out["SOURCES.md"] = "\n".join([
+    out["README.md"] = "\n".join([
         "# data/pkgdocs — sources", "",
         "One file per package: the package's long description (its README), taken verbatim "
         "from the `Description` body of `METADATA` in the installed `*.dist-info` folder, "
