@@ -341,6 +341,8 @@ class RerankBudget:
     keep: int = 5
 
     def stats(self, n: int) -> dict:
+        """recall@5, MRR@10 and the mean rerank time per query when only the first ``n``
+        candidates of each list are reranked (the dashboard's one slider)."""
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         results, times = {}, []
@@ -445,6 +447,8 @@ class ThresholdExplorer:
                                 reader_min_score, rerank_threshold)
 
     def curve(self, reader_min_score="pipeline", rerank_threshold="pipeline") -> list[dict]:
+        """``stats`` at every retrieval ``min_score`` of ``thresholds`` (cached per setting of
+        the other two), for the trade-off plot."""
         key = (reader_min_score, rerank_threshold)
         if key not in self._curves:
             self._curves[key] = threshold_curve(self.pipeline, self.prepared, self.questions,

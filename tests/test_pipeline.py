@@ -132,7 +132,10 @@ def test_no_candidates_escalates_with_what_a_human_needs(pipeline):
     assert r.answer.reason == "no_candidates" and "hand it to a person" in r.detail
 
 
-def test_low_confidence_escalates_and_keeps_the_candidates(pipeline):
+def test_low_confidence_escalates_and_keeps_the_candidates(hybrid):
+    # A reader that never abstains, so the retrieval floor is what escalates (the default
+    # reader's calibrated threshold would abstain on this unanswerable question first).
+    pipeline = Pipeline(hybrid, reader=SentenceReader(min_score=None))
     prep = pipeline.prepare("do you have a nonprofit discount for a registered charity?")
     r = pipeline.decide(prep, min_score=prep.confidence + 0.01)
     assert r.reason == "low_confidence" and len(r.candidates) == 5
