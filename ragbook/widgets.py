@@ -443,6 +443,8 @@ class ThresholdExplorer:
 
     def stats(self, min_score=None, reader_min_score="pipeline",
               rerank_threshold="pipeline") -> dict:
+        """Answered right / wrong / escalated counts at one setting of the three thresholds
+        ("pipeline" keeps the pipeline's own value), without re-running any model."""
         return threshold_counts(self.pipeline, self.prepared, self.questions, min_score,
                                 reader_min_score, rerank_threshold)
 
