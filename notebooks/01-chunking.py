@@ -68,8 +68,8 @@ print(f"mean: whole page {whole.mean():.3f}, right section {section.mean():.3f};
 # The section that holds the answer is closer to the question than the whole page. Two
 # things dilute the page vector: it averages every topic on the page, and — with this
 # encoder — it is built from the first 256 tokens only, because the model truncates longer
-# inputs (the page has over 1,900). Splitting fixes both: each piece is about one thing and
-# fits the model's window.
+# inputs (the page is several times longer: its token count is printed above). Splitting
+# fixes both: each piece is about one thing and fits the model's window.
 #
 # ## Overlap arithmetic
 #
@@ -130,7 +130,7 @@ a1.set_xlabel("overlap (fraction of a 500-token chunk)"), a1.set_ylabel("chunks 
 a1.set_title("index size vs overlap"), a1.grid(alpha=0.3)
 chunk_sizes = np.array([64, 128, 256, 384, 512, 768, 1024])
 for frac in (0.0, 0.2, 0.5):
-    a2.plot(chunk_sizes, [window_count(100_000, int(s), int(s * frac)) for s in chunk_sizes], "o-",
+    a2.plot(chunk_sizes, [window_count(100_000, int(s), round(s * frac)) for s in chunk_sizes], "o-",
             label=f"{frac:.0%} overlap")
 a2.set_xscale("log"), a2.set_yscale("log"), a2.set_xlabel("chunk size (tokens)")
 a2.set_ylabel("chunks"), a2.set_title("chunk count vs size"), a2.legend(), a2.grid(alpha=0.3)
@@ -158,11 +158,13 @@ def whole_in_some_chunk(chunks):
     return any(c.start <= span[0] and c.end >= span[1] for c in chunks)
 
 
+kept = {}   # overlap -> is the lead-in and its answer whole in some chunk?
 for overlap in (0, 16):
     chunks = RecursiveSplitter(size=64, overlap=overlap).split(doc)
     near = [c for c in chunks if c.end > span[0] and c.start < span[1]]
+    kept[overlap] = whole_in_some_chunk(chunks)
     print(f"size 64, overlap {overlap}: {len(chunks)} chunks; question and answer together "
-          f"in one chunk: {whole_in_some_chunk(chunks)}")
+          f"in one chunk: {kept[overlap]}")
     for c in near:
         print(f"   [{c.start}:{c.end}] ...{c.text[-70:]!r}" if c.start < span[0] else
               f"   [{c.start}:{c.end}] {c.text[:70]!r}...")
@@ -176,6 +178,14 @@ for overlap in (0, 16):
 # centre and count the spans that no chunk contains whole — first for plain fixed-size
 # token windows (`sliding_window_chunks`, which cut wherever the count lands), then for
 # the structure-aware splitter introduced below.
+#
+# An overlap given as a fraction has to become a whole number of tokens, and 10% of 128
+# is not one. This book **rounds to the nearest token** (`round(size * fraction)`), here
+# and in `ChunkingExperiment` at the end of the chapter, so both tables report the same
+# chunk counts for the same setting (the experiment's cell checks it). Truncating (`int`) would
+# also be a rule — it never exceeds the fraction asked for — but mixing the two makes one
+# book print two chunk counts for "128 tokens, 10% overlap"; rounding stays closest to the
+# fraction asked for, and it is what the package already does.
 
 # %%
 from ragbook.chunking import sliding_window_chunks
@@ -193,13 +203,15 @@ def cut_spans(chunks):
     return sum(not any(c.start <= s and c.end >= e for c in by_doc[d]) for d, s, e in spans)
 
 
-print(f"{'size':>4s} {'overlap':>7s} | {'windows':>7s} {'cut':>4s} | {'recursive':>9s} {'cut':>4s}")
+cuts = {}   # (size, fraction) -> (windows, cut, recursive chunks, cut)
+print(f"{'size':>4s} {'overlap':>12s} | {'windows':>7s} {'cut':>4s} | {'recursive':>9s} {'cut':>4s}")
 for size in (64, 128):
     for frac in (0.0, 0.1, 0.2, 0.5):
-        ov = int(size * frac)
+        ov = round(size * frac)          # nearest whole token: the rule ChunkingExperiment uses
         windows = [c for d in hc.documents for c in sliding_window_chunks(d, size, ov)]
         recursive = chunk_documents(hc.documents, size=size, overlap=ov)
-        print(f"{size:4d} {frac:7.0%} | {len(windows):7d} {cut_spans(windows):4d} | "
+        cuts[size, frac] = (len(windows), cut_spans(windows), len(recursive), cut_spans(recursive))
+        print(f"{size:4d} {frac:4.0%} = {ov:2d} tok | {len(windows):7d} {cut_spans(windows):4d} | "
               f"{len(recursive):9d} {cut_spans(recursive):4d}")
 
 # %% [markdown]
@@ -352,6 +364,9 @@ for s in experiment.sizes:
     for o in experiment.overlaps:
         r = experiment.stats(s, o)
         print(f"{s:5d} {o:8.0%} {r['chunks']:7d} {r['premium']:+8.0%} {r['recall@5']:9.3f}")
+shared = [(s, o) for s, o in cuts if s in experiment.sizes and o in experiment.overlaps]
+assert all(experiment.stats(s, o)["chunks"] == cuts[s, o][2] for s, o in shared)
+print(f"chunk counts agree with the cut-span table at {len(shared)} shared settings (one rounding rule)")
 
 # %% [markdown]
 # Read the table with its sample size in mind: with this few dev questions one question is
@@ -361,3 +376,32 @@ for s in experiment.sizes:
 
 # %%
 chunking_explorer(experiment)
+
+# %% [markdown]
+# ## What you built, what you measured
+#
+# You built the exact and the rough window count (and checked them against a real sliding
+# window), a recursive splitter that cuts at headings, paragraphs, sentences and words and
+# agrees with `ragbook.RecursiveSplitter`, and you measured what size and overlap cost and
+# buy on the help centre. The chapter's numbers, printed from the variables above:
+
+# %%
+recall_grid = {(s, o): experiment.stats(s, o)["recall@5"] for s in experiment.sizes for o in experiment.overlaps}
+low, high = min(recall_grid, key=recall_grid.get), max(recall_grid, key=recall_grid.get)
+summary = [
+    ("question vs whole page / vs its section (mean cosine)", f"{whole.mean():.3f} / {section.mean():.3f}"),
+    ("100,000 tokens, size 500, overlap 250: exact / rough windows",
+     f"{window_count(100_000, 500, 250)} / {rough_window_count(100_000, 500, 250)}"),
+    ("index premium of 100 overlap on 500-token windows",
+     f"{window_count(100_000, 500, 100) / window_count(100_000, 500, 0) - 1:+.0%}"),
+    ("failed-payments answer whole in a chunk, overlap 0 / 16", f"{kept[0]} / {kept[16]}"),
+    ("answer spans cut, 128-token windows, 0% / 10% overlap",
+     f"{cuts[128, 0.0][1]} / {cuts[128, 0.1][1]} of {len(spans)}"),
+    ("answer spans cut, recursive splitter, 128 tokens, 0%", f"{cuts[128, 0.0][3]} of {len(spans)}"),
+    ("recursive chunks, 128 tokens, 0% / 10% overlap", f"{cuts[128, 0.0][2]} / {cuts[128, 0.1][2]}"),
+    ("1000-character chunks over the encoder's window", f"{over} of {len(by_chars)}"),
+    (f"dev recall@5, lowest ({low[0]}, {low[1]:.0%}) / highest ({high[0]}, {high[1]:.0%})",
+     f"{recall_grid[low]:.3f} / {recall_grid[high]:.3f} ({len(dev)} questions)"),
+]
+for what, value in summary:
+    print(f"{what:62s} {value}")
