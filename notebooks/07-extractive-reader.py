@@ -28,7 +28,7 @@
 # model ships in a pip package, so the offline profile (CI, air-gapped laptops) has none, and
 # this project measured the obvious stand-in before rejecting it: a QA head fine-tuned on CPU
 # from the packaged MiniLM on our ~250 training questions learned almost nothing (HasAns F1
-# 0.002; `bench/readers.py`, recorded in `docs/benchmarks.md`, not re-run here). The offline
+# 0.002; source: `bench/readers.py`, recorded in `docs/benchmarks.md`; not re-run here). The offline
 # reader is instead the honest baseline that beat it: **the passage sentence most similar to
 # the question** under the bi-encoder (`SentenceReader`). Offline, the span code below runs
 # on a model with the same architecture and an *untrained* QA head: its mechanics are real,
@@ -155,13 +155,13 @@ plt.show()
 # %% [markdown]
 # ## Passages longer than the model's window
 #
-# A QA model reads a bounded number of tokens (384 is common). A longer passage is read in
+# A QA model reads a bounded number of tokens (a few hundred is common). A longer passage is read in
 # windows, and neighbouring windows **share** `stride` tokens (the Hugging Face meaning of
 # stride). Why share: an answer that straddles a window edge is cut in two when windows only
 # touch, and no window holds it whole. The reader takes the best span over all windows.
 #
-# The experiment: the refund sentence inside a longer passage, read in windows of 64 tokens,
-# with and without overlap. It is pure tokenizer arithmetic, so it holds for any model.
+# The experiment: the refund sentence inside a longer passage, read in short windows
+# (`max_length=64` tokens), with and without overlap. It is pure tokenizer arithmetic, so it holds for any model.
 
 # %%
 filler = "Invoices list the plan, the seats, the period and the tax. Receipts follow each payment. "
@@ -280,7 +280,8 @@ assert all(s.text == ex.context[s.start:s.end] for s, ex in zip(test_spans, test
 
 # %% [markdown]
 # Timing needs care: `ragbook` caches embeddings on disk, so the loop above may have read
-# vectors back. CPU time per answer is measured with the cache off, on 40 test questions:
+# vectors back. CPU time per answer is measured with the cache off, on the first test
+# questions (the cell prints how many):
 
 # %%
 if isinstance(shipped, ExtractiveReader):
@@ -290,8 +291,8 @@ else:
 
     timed = type(shipped)(Encoder(cache=False, show_progress=False))
 _, secs = best_of(timed, test[:40])
-print(f"CPU time per answer, nothing cached: median {np.median(secs) * 1e3:.1f} ms, 90th percentile "
-      f"{np.percentile(secs, 90) * 1e3:.1f} ms (one context each, {torch.get_num_threads()} threads)")
+print(f"CPU time per answer, nothing cached, {len(secs)} test questions: median {np.median(secs) * 1e3:.1f} ms, "
+      f"90th percentile {np.percentile(secs, 90) * 1e3:.1f} ms (one context each, {torch.get_num_threads()} threads)")
 
 # %% [markdown]
 # Read the numbers against the floor: with about half the questions unanswerable, a reader
@@ -317,6 +318,35 @@ ax.set_title(f"{type(shipped).__name__}: the abstention trade-off on dev ({profi
 ax.legend(fontsize=8)
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# Why no threshold is free: the reader's score (its confidence in its best span) for
+# answerable and unanswerable questions, the same spans as above, with the threshold from dev:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharex=True, sharey=True)
+all_scores = [s.score for s in dev_spans + test_spans]
+bins = np.linspace(min(all_scores), max(all_scores), 30)
+for ax, (split, spans_, examples) in zip(axes, (("dev", dev_spans, dev), ("test", test_spans, test)), strict=True):
+    impossible = np.array([ex.is_impossible for ex in examples])
+    sc = np.array([s.score for s in spans_])
+    ax.hist(sc[~impossible], bins=bins, alpha=0.6, label="answerable")
+    ax.hist(sc[impossible], bins=bins, alpha=0.6, label="unanswerable")
+    ax.axvline(threshold, c="k", ls="--", label=f"threshold from dev ({threshold:.2f})")
+    ax.set_title(f"{split}: best-span score, {type(shipped).__name__}", fontsize=9)
+    ax.set_xlabel("reader score"), ax.legend(fontsize=7)
+    print(f"{split}: mean score answerable {sc[~impossible].mean():.3f}, unanswerable {sc[impossible].mean():.3f}; "
+          f"at or above the threshold: {np.mean(sc[~impossible] >= threshold):.0%} of answerable, "
+          f"{np.mean(sc[impossible] >= threshold):.0%} of unanswerable")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Unanswerable questions score lower on average, but the two distributions overlap: an
+# unanswerable question's context was built to look relevant, so its closest sentence can be
+# as close to the question as a real answer is, and many real answers are phrased unlike the
+# question. Any threshold silences some answerable questions to catch unanswerable ones (the
+# shares printed above).
 
 # %% [markdown]
 # ## What an extractive reader cannot do
@@ -345,3 +375,25 @@ for kind, q, doc_ids in hard:
 #
 # Those are what the generative reader of chapter 8 is for — at the price of having to
 # *check* what it writes, because a generator can write things no passage says.
+
+# %% [markdown]
+# ## What you built / what you measured
+#
+# * the span search from start/end logits — mask, end ≥ start, length cap, offsets back to
+#   characters — checked against `ExtractiveReader`;
+# * windows with shared tokens for passages longer than the model reads;
+# * the shipped offline reader measured on the reader sets, with an abstention threshold
+#   chosen on dev and reported on test against the always-abstain floor.
+#
+# The key numbers, from the cells above:
+
+# %%
+print(f"profile {profile}; span model {spec.name}{'' if TRAINED else ' (untrained head)'}; "
+      f"shipped reader {type(shipped).__name__}")
+for stride in (0, 24):
+    n, whole = windows_holding_answer(long_context, stride)
+    print(f"stride {stride:2d}: {whole} of {n} windows hold the answer whole")
+print(f"threshold from dev: {threshold:.3f}; test ({len(test)} questions): EM {np.mean(em):.3f}, "
+      f"F1 {np.mean(f1):.3f} vs always abstaining {np.mean(abstain):.3f}; HasAns F1 {has_f1:.3f}, "
+      f"NoAns accuracy {no_ans:.3f}")
+print(f"CPU time per answer, nothing cached: median {np.median(secs) * 1e3:.1f} ms")
