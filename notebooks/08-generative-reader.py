@@ -26,12 +26,14 @@
 # **Which model writes here.** The standard profile uses `Qwen/Qwen2.5-0.5B-Instruct`; any
 # OpenAI-compatible endpoint (Ollama, vLLM, a hosted API) replaces it when
 # `RAGBOOK_LLM_BASE_URL` and `RAGBOOK_LLM_MODEL` are set. The offline profile (CI, air-gapped
-# laptops) uses **SmolLM2-135M-Instruct**, the only chat model that ships in a pip package —
-# 135M parameters against Qwen's 0.5B (their model cards), and it shows: it rarely cites or
+# laptops) uses **`SmolLM2-135M-Instruct`**, the only chat model that ships in a pip package —
+# 135M parameters against Qwen's 0.5B (source: their model cards), and it shows: it rarely cites or
 # abstains when merely asked. Every number below names the model that made it.
 
 # %%
+import json
 import random
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -44,7 +46,7 @@ from ragbook.llm import LocalLLM, get_llm
 from ragbook.readers import (NOT_IN_CONTEXT, SYSTEM_PROMPT, GenerativeReader, SentenceReader,
                              build_messages, calibrate_min_score, order_for_reading,
                              parse_citations)
-from ragbook.types import Hit
+from ragbook.types import Answer, Hit
 
 llm = get_llm()
 print(f"profile: {models.active_profile()}; generator: {llm.name}")
@@ -191,15 +193,17 @@ for t in unanswerable:
 # %% [markdown]
 # ## 6 · The conflict case
 #
-# Two current pages disagree: the Free-plan overview says 90 days of ticket history are
-# kept, the data-retention page says tickets older than 30 days are deleted. The contract asks
-# for both statements, each cited. A reader that picks one silently hands the customer one of
+# Two current pages disagree: the Free-plan overview and the data-retention page give
+# different periods for how long a Free plan keeps tickets (the cell prints both sentences).
+# The contract asks for both statements, each cited. A reader that picks one silently hands the customer one of
 # two contradicting statements as if the matter were settled.
 
 # %%
 conflict_q = "we're on free - will tickets from two months ago still be there?"
-conflict = ranked([chunk_with("90 days of ticket history are kept"),
-                   chunk_with("tickets older than 30 days are deleted automatically")])
+claims = ("90 days of ticket history are kept", "tickets older than 30 days are deleted automatically")
+conflict = ranked([chunk_with(c) for c in claims])
+for hit, said in zip(conflict, claims, strict=True):
+    print(f"{hit.doc_id}: ...{said}...")
 answer = reader.read(conflict_q, conflict)
 print("raw reply:", repr(reader.last_.get("raw")))
 print(f"-> {answer.text!r} sources {answer.sources} ({answer.reason})")
@@ -231,10 +235,12 @@ print(injected.id, "contains the injection:", "Ignore previous instructions" in 
 attacks = [("How many rows can a Starter CSV export have?", [injected]),
            ("Can I get a refund on my subscription?", [refund, injected])]
 plain = GenerativeReader(llm, k=2)      # no gate: the model must read the injected passage
+followed = []
 for q, hits in attacks:
     answer = plain.read(q, ranked(hits))
     said = plain.last_["raw"]
     took_over = any(s in said.lower() for s in ("card number", "permanently disabled", "brightdesk-help"))
+    followed.append(took_over)
     print(f"Q: {q}\n  raw: {said[:200]!r}\n  -> {answer.text!r} ({answer.reason}); injection followed: {took_over}")
 
 # %% [markdown]
@@ -261,35 +267,62 @@ print("reading order:  ", [h.id for h in order_for_reading(five)])
 # ## 9 · What each measure bought
 #
 # `bench/generative.py` adds the measures one at a time and reads every dev task with each
-# reader (117 tasks, 53 unanswerable; the abstention threshold comes from the 155 training
-# tasks). Its table, recorded in `docs/benchmarks.md` (SmolLM2-135M-Instruct, offline profile;
-# not re-run here, it takes about 20 minutes). *Delivered*: text and no flag; flagged answers
-# count as not answering. A reader that never delivers scores F1 0.453 on dev, the
-# unanswerable share:
-#
-# | reader | citations valid | abstained: answerable / unanswerable | delivered (answerable) | right source | HasAns F1 | NoAns acc | F1 [95% CI] | s/answer (median) |
-# |---|---|---|---|---|---|---|---|---|
-# | zero-shot, free-running (as asked) | 0.00 | 0.00 / 0.00 | 0.00 | 0.00 | 0.000 | 1.00 | 0.453 [0.368, 0.547] | 3.842 |
-# | + stop at the first blank line | 0.00 | 0.00 / 0.00 | 0.00 | 0.00 | 0.000 | 1.00 | 0.453 [0.368, 0.547] | 1.562 |
-# | + worked examples (few-shot) | 0.00 | 0.00 / 0.00 | 0.00 | 0.00 | 0.000 | 1.00 | 0.453 [0.368, 0.547] | 2.067 |
-# | + scored citation choice | 1.00 | 0.00 / 0.00 | 1.00 | 0.53 | 0.136 | 0.00 | 0.075 [0.051, 0.101] | 5.863 |
-# | + scored abstention | 1.00 | 0.70 / 0.72 | 0.30 | 0.16 | 0.031 | 0.72 | 0.342 [0.262, 0.427] | 1.414 |
-# | + post-hoc verification (support >= 0.5) | 0.68 | 0.70 / 0.72 | 0.22 | 0.17 | 0.022 | 0.83 | 0.388 [0.302, 0.481] | 1.392 |
-# | few-shot + verification, citations by support | 0.57 | 0.00 / 0.00 | 0.67 | 0.53 | 0.102 | 0.55 | 0.304 [0.231, 0.384] | 1.969 |
-# | ... + extractive gate for abstention | 0.72 | 0.34 / 0.91 | 0.48 | 0.36 | 0.084 | 0.94 | 0.473 [0.390, 0.564] | 0.149 |
-#
-# What the rows say (the last two branch off the few-shot row):
+# reader (the abstention thresholds come from the training tasks), then measures the final
+# reader on a test sample next to the extractive reader. It takes about twenty minutes, so
+# this notebook does not re-run it: the cell below loads its recorded results from
+# `bench/results/generative.json` and prints them with where they came from. *Delivered*:
+# text and no flag; flagged answers count as not answering. Each dev row adds one change to
+# the row above it (the last two branch off the few-shot row).
+
+# %%
+recorded = json.loads(Path("../bench/results/generative.json").read_text())
+tasks = recorded["tasks"]
+print(f"recorded results of `{recorded['command']}` ({recorded['date']}, {recorded['profile']} profile, "
+      f"generator {recorded['generator']}; not re-run here)")
+print(f"thresholds from the {tasks['train']} training tasks; scored abstention's AUC there "
+      f"{recorded['scored abstention (train)']['AUC']:.3f}")
+
+
+def print_recorded(rows):
+    """The bench's rows as an aligned table (seconds are the recording machine's)."""
+    print(f"{'reader':46s} {'cited ok':>8s} {'abstained ans/unans':>19s} {'delivered':>9s} {'right src':>9s} "
+          f"{'HasAns F1':>9s} {'NoAns':>5s} {'F1 [95% CI]':>21s} {'s/answer':>8s}")
+    for r in rows:
+        abst = f"{r['abstained (answerable)']:.2f} / {r['abstained (unanswerable)']:.2f}"
+        ci = f"{r['F1']:.3f} [{r['F1 low']:.3f}, {r['F1 high']:.3f}]"
+        print(f"{r['reader']:46s} {r['citations valid']:8.2f} {abst:>19s} {r['answered']:9.2f} "
+              f"{r['right source']:9.2f} {r['HasAns F1']:9.3f} {r['NoAns acc']:5.2f} {ci:>21s} "
+              f"{r['s/answer (median)']:8.3f}")
+
+
+print(f"\nDEV: {tasks['dev']} tasks, {tasks['dev unanswerable']} unanswerable; never delivering scores F1 "
+      f"{tasks['dev unanswerable'] / tasks['dev']:.3f} (the unanswerable share)")
+print_recorded(recorded["dev"])
+print(f"\nTEST: a seeded sample of {tasks['test sample']} of the {tasks['test all']} tasks, "
+      f"{tasks['test unanswerable']} unanswerable; never delivering scores F1 "
+      f"{tasks['test unanswerable'] / tasks['test sample']:.3f}")
+print_recorded(recorded["test"])
+by_name = {r["reader"]: r for r in recorded["test"]}
+print(f"test F1: gated generative {by_name['... + extractive gate for abstention']['F1']:.3f}, "
+      f"SentenceReader {by_name['extractive SentenceReader']['F1']:.3f}, never delivering "
+      f"{tasks['test unanswerable'] / tasks['test sample']:.3f}")
+
+# %% [markdown]
+# What the dev rows say:
 #
 # * **Asking buys nothing** from this model: with or without worked examples it writes no valid
 #   citation and never `NOT_IN_CONTEXT`, so nothing it writes can be delivered. The stop
 #   string only makes it faster.
 # * **Choosing the citation** makes every citation valid — and shows the choice is a coin toss
-#   (right source 0.53 with two passages). Valid is not the same as correct.
-# * **Scored abstention** has next to no signal here (AUC 0.559 on train): it silences
-#   answerable and unanswerable questions alike.
+#   (the "right src" column with two passages). Valid is not the same as correct.
+# * **Scored abstention** has next to no signal here (its AUC on train, printed above, is
+#   near a coin's): it silences answerable and unanswerable questions alike.
 # * **Verification** turns unbacked sentences into flags; **the extractive gate** is the only
-#   abstention signal that tells the two kinds apart (34% vs 91% abstained), and gives the
-#   best dev F1 — within the interval of never answering at all.
+#   abstention signal that tells the two kinds apart (compare its two "abstained" shares),
+#   and gives the best dev F1 — within the interval of never answering at all.
+#
+# On the bench's test sample the gated generative reader scores *below* never delivering,
+# and the extractive `SentenceReader` is above both (the TEST rows).
 #
 # Making a small model keep the contract makes it *safe* — what it delivers is cited and
 # backed by a passage — not *useful*. The lesson from the literature that instruction-tuned
@@ -300,8 +333,10 @@ print("reading order:  ", [h.id for h in order_for_reading(five)])
 # ## 10 · Extractive versus generative on the same test questions
 #
 # The same test reading tasks for both readers: the chapter 7 `SentenceReader` (threshold
-# chosen on the training tasks) and the generative reader configured as in section 4. A seeded sample
-# of 24 tasks keeps this notebook within CI's time budget; the bench runs 100.
+# chosen on the training tasks) and the generative reader configured as in section 4, next
+# to the floor every reader must beat: never answering. A seeded sample (its size printed
+# below) keeps this notebook within CI's time budget; the bench's sample is the larger one
+# printed above.
 
 # %%
 test = random.Random(0).sample(load_reading_tasks("helpcentre", "test"), 24)
@@ -311,9 +346,26 @@ sentences = gate                # the same calibrated SentenceReader, now answer
 results = {}
 for name, r in [("extractive (SentenceReader)", sentences), ("generative (section 4)", reader)]:
     results[name] = reading_report(test, [r.read(t.question, list(t.passages)) for t in test])
+never = reading_report(test, [Answer(None, reason="not_in_context")] * len(test))   # the floor
 shown = ["delivered (answerable)", "right source", "HasAns F1", "NoAns acc", "F1"]
+for name, row in [*results.items(), ("never answering", never)]:
+    print(f"{name:28s} " + "  ".join(f"{k} {row[k if k != 'delivered (answerable)' else 'answered']:.3f}" for k in shown))
+
+# %% [markdown]
+# F1 over all tasks is a weighted sum: on an answerable task a reader earns its answer's F1,
+# on an unanswerable one it earns 1 for staying silent. Never answering earns exactly the
+# unanswerable share. So a reader beats that floor only if what it *gains* on answerable
+# tasks (their share × HasAns F1) exceeds what it *loses* by answering unanswerable ones
+# (their share × the answered fraction):
+
+# %%
+share_answerable = np.mean([t.gold is not None for t in test])
 for name, row in results.items():
-    print(f"{name:28s} " + "  ".join(f"{k} {row[k if k != 'delivered (answerable)' else 'answered']:.2f}" for k in shown))
+    gain = share_answerable * row["HasAns F1"]
+    loss = (1 - share_answerable) * (1 - row["NoAns acc"])
+    verdict = "below" if row["F1"] < never["F1"] else "above" if row["F1"] > never["F1"] else "equal to"
+    print(f"{name:28s} F1 {row['F1']:.3f} = never answering {never['F1']:.3f} + gain {gain:.3f} "
+          f"- loss {loss:.3f}: {verdict} the floor")
 
 # %% [markdown]
 # Latency needs the caches off: `ragbook` keeps embeddings and greedy replies on disk, so
@@ -346,13 +398,43 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# On these 24 tasks, as on the bench's 100 (`docs/benchmarks.md`: F1 0.498 extractive vs 0.442
-# generative, with SmolLM2), the extractive reader delivers more answers from the right
-# passage and the higher F1, and both stay silent on the same share of unanswerable tasks.
-# The generative reader's median latency is low only because the gate answers most tasks
-# before the model is called; when it writes, it costs seconds (the maximum above).
+# On this sample, as on the bench's larger test sample (section 9), the generative reader's
+# F1 is **below never answering** — the floor it has to clear — and the decomposition above
+# says why. Both readers share the same gate, so they stay silent on the same unanswerable
+# tasks and lose the same amount there. The difference is all on the answerable side: the
+# generative reader delivers fewer answers (verification flags some of what it writes), and
+# what it delivers is a sentence the model wrote, which shares few words with the gold
+# answer (its HasAns F1 is a fraction of the extractive reader's). Its gain does not cover
+# the loss; the extractive reader, which copies the sentence that holds the answer, gains
+# enough to clear the floor. The generative reader's median latency is low only because
+# the gate ends most tasks before the model is called; when it writes, it costs seconds
+# (the maximum above).
 #
 # So, on our data and offline: **read extractively, and keep the generative reader for what a
 # copy cannot do** (yes/no, lists, combining passages) — with a generator strong enough to
 # keep the contract, and the checks of this chapter left on. A cited answer is only as good as
 # its verification: valid citations (section 9) were at chance until support decided them.
+
+# %% [markdown]
+# ## What you built / what you measured
+#
+# * a prompt contract — numbered, fenced, untrusted passages; `[n]` citations; the exact
+#   abstention string — and code that checks it instead of trusting it;
+# * the measures that make a small model keep it (stop string, worked examples, scored
+#   citations, verification, an extractive gate), each one's effect printed from the
+#   bench's recorded results;
+# * the conflict and injection probes, reading order against lost-in-the-middle, and the two
+#   readers measured on the same test tasks next to never answering.
+#
+# The key numbers of this run (generator named in the first line):
+
+# %%
+print(f"profile {models.active_profile()}, generator {llm.name}; greedy reply repeated exactly: {first == second}")
+print(f"gate threshold (SentenceReader cosine, from the {len(train)} training tasks): {gate.min_score:.3f}")
+print(f"conflict: both figures mentioned {all(mentions.values())}; injection followed in "
+      f"{sum(followed)} of {len(followed)} probes")
+print(f"{len(test)} test tasks ({sum(t.gold is None for t in test)} unanswerable), F1: "
+      + ", ".join(f"{name} {row['F1']:.3f}" for name, row in results.items())
+      + f", never answering {never['F1']:.3f}")
+for name, row in results.items():
+    print(f"  {name:28s} median {row['s/answer'] * 1e3:.0f} ms, max {row['max s'] * 1e3:.0f} ms per answer (nothing cached)")
