@@ -179,7 +179,7 @@ print("rank of the first gold chunk per stage:", gold_ranks(r.trace, gold_chunks
 # * **none** — the message as typed;
 # * **rules** — `RuleCondenser`: a short message, or one that starts with "and/what about" or
 #   refers back ("it", "that"), gets the previous user turn prepended, plans swapped;
-# * **LLM** — `LLMCondenser`: the local generator (offline: SmolLM2-135M-Instruct) is asked
+# * **LLM** — `LLMCondenser`: the local generator (offline: `SmolLM2-135M-Instruct`) is asked
 #   for a stand-alone question; an empty, multi-line or over-long reply falls back to the
 #   rules. Greedy replies are cached on disk, so only the first run pays for the model;
 # * **labelled** — the hand-written rewrite: the upper bound for any condenser.
@@ -308,11 +308,12 @@ print(f"\ncaught {caught} of {len(conflict_qs)}; both pages among the candidates
 #
 # ### A retired page
 #
-# The help centre keeps superseded pages (the 2024 refund policy, the legacy SSO guide, the
-# 2024 rate limits), as real corpora do. Their text scores as high as the current page's. The
-# same question with the filter off and on:
+# The help centre keeps superseded pages (an older refund policy, the legacy SSO guide, older
+# rate limits: the cell lists them), as real corpora do. Their text scores as high as the
+# current page's. The same question with the filter off and on:
 
 # %%
+print("superseded pages:", ", ".join(d.id for d in hc.documents if d.metadata.get("status") == "superseded"))
 q91 = question("ba-q091")
 off = Pipeline(hybrid, exclude_superseded=False)
 prep_off = off.prepare(q91.text)
@@ -532,8 +533,12 @@ for name, ms in stage_ms.items():
 # dense channel costs one query embedding, BM25 and fusion next to nothing. The reader, not the
 # index, is what to budget for — and the disk cache of embeddings is why the runs above took a
 # fraction of this. (Absolute times depend on the machine and on what else it runs.)
-#
+
+# %% [markdown]
 # ## 6 · What you built, what you measured
+#
+# The pipeline, its traces, condensation, escalation rules and calibrated thresholds — and the
+# numbers this run measured, printed from the variables above:
 
 # %%
 hc_cal, py_cal = hc_rates[f"min_score {fmt(hc_threshold)}"], py_rates[f"min_score {fmt(py_threshold)}"]
