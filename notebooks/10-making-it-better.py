@@ -20,8 +20,8 @@
 # work *better*. Each is a small `ragbook` piece that keeps the retriever contract
 # (`search(query, k, where)` returns ranked hits), so it drops into the pipeline unchanged:
 #
-# 1. **parent-document retrieval** — search ~200-token children, hand over the ~1,000-token
-#    section they lie in;
+# 1. **parent-document retrieval** — search small children, hand over the larger section
+#    they lie in;
 # 2. **sentence-window retrieval** — search single sentences, hand over ±3 sentences;
 # 3. **contextual retrieval** — index each chunk with a short note that situates it;
 # 4. **metadata filters** — keep superseded pages out, inside the search;
@@ -116,7 +116,7 @@ def paired_rows(values, baseline):
 
 # %% [markdown]
 # **Why a subset of the Python docs.** Sentence windows and parent sections need new
-# embeddings — one per sentence, one per 200-token child. For the help centre that is cheap;
+# embeddings — one per sentence, one per child. For the help centre that is cheap;
 # for the whole Python docs it is the sentence count printed above, several minutes of CPU on
 # every cold run of this notebook. So every Python-docs comparison in this chapter runs on one
 # documented subset: all sections of the FAQ pages (where every test question's answer lies)
@@ -127,8 +127,8 @@ def paired_rows(values, baseline):
 # %% [markdown]
 # ## Parent-document retrieval: search small, return the section
 #
-# A 200-token child embeds one idea, so it matches a question sharply; the 1,000-token
-# section it lies in holds what a reader needs around it. `parent_child_chunks` cuts each
+# A small child (`child_size=200` tokens below) embeds one idea, so it matches a question
+# sharply; the section it lies in (`parent_size=1000`) holds what a reader needs around it. `parent_child_chunks` cuts each
 # document into parents and each parent into children, so every child lies inside exactly
 # one parent. `ParentDocumentRetriever` wraps any retriever over the children: it reads
 # `k × 4` children, maps each to its parent, and returns each parent once, scored by its
@@ -480,7 +480,7 @@ for name in CORPORA:
 
 # %% [markdown]
 # The same steps side by side with the published ones (relative change of top-20 failures,
-# counted on answer spans; 95% intervals):
+# counted on answer spans; bootstrap intervals in brackets):
 
 # %%
 PUBLISHED = {"contextual embeddings": ("dense", -0.35),
@@ -488,6 +488,7 @@ PUBLISHED = {"contextual embeddings": ("dense", -0.35),
              "+ reranking": ("hybrid+rerank", -0.67)}
 columns = [("help centre", "title + section path"), ("help centre", "LLM note"),
            ("python docs", "page path"), ("python docs", "page path + heading")]
+print("relative change of top-20 failures [95% bootstrap interval]; Anthropic's figures quoted, not measured")
 print(f"{'step':22s} {'Anthropic':>10s} | " + " | ".join(f"{n[:6]}: {k:19s}" for n, k in columns))
 for step, (kind, published) in PUBLISHED.items():
     cells = []
@@ -584,7 +585,7 @@ for label, where in (("no filter", None), ("status = current", current)):
 # superseded pages is a correctness requirement, so chapter 9's `Pipeline` adds
 # `status != superseded` to every search unless told otherwise.
 #
-# A date range is no substitute. Keeping only pages updated since 2025 also drops the retired
+# A date range is no substitute. Keeping only recently updated pages (since `2025-01-01`) also drops the retired
 # pages here — and current pages that simply have not changed:
 
 # %%
@@ -656,7 +657,7 @@ print(f"   inside the search:      gold in top 5 for {inside_found} of {n}")
 # |---|---|---|---|
 # | embeddings (`Encoder`, since chapter 3) | hash of the exact text embedded | model name + weights hash + input length | never (deterministic) |
 # | query results (`CachedRetriever`) | query, k, filter | corpus fingerprint + every encoder inside | optional |
-# | answers (`CachedPipeline`) | *condensed* question, filter | corpus, models, reader, thresholds | short (default 300 s) |
+# | answers (`CachedPipeline`) | *condensed* question, filter | corpus, models, reader, thresholds | short (`ttl=300` s by default) |
 #
 # The embedding cache has been at work all chapter:
 
@@ -734,10 +735,12 @@ print(f"corpus changed, a repeated question: misses {before} -> {answers.cache.m
 # The tests (`tests/test_advanced.py`, `tests/test_embeddings.py`) check for each cache that
 # a changed corpus or model misses.
 #
-# ## What each technique bought
+# ## What you built / what you measured
 #
-# Each technique against plain retrieval on both test splits (paired differences, 95%
-# intervals; the Python docs on this chapter's subset):
+# Parent-document and sentence-window retrievers, contextual notes in both indexes, a status
+# filter inside the search, and three caches. What each technique bought against plain
+# retrieval on both test splits (paired differences with their bootstrap intervals; the Python
+# docs on this chapter's subset):
 
 # %%
 def cell(v, pct=False):
@@ -768,6 +771,7 @@ summary.append(["status filter: Δ superseded page above current", cell(trap_del
                 "no status metadata"])
 summary.append(["query cache: hit rate on the simulated log", f"{cached.cache.hit_rate:.0%}",
                 "not measured"])
+print(f"profile {models.active_profile()}; paired differences [95% bootstrap interval]")
 print(f"{'technique':55s} {'help centre':>27s}   {'python docs (subset)':>27s}")
 for label, a, b in summary:
     print(f"{label:55s} {a:>27s}   {b:>27s}")
