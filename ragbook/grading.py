@@ -920,7 +920,7 @@ def _():
 
 
 @exercise("minmax_normalise", "map the smallest score to 0 and the largest to 1; if all scores are "
-                              "equal, give every one 1.0",
+                              "equal, give every one 1.0; an empty list stays empty",
           mistakes=(Mistake("no special case for equal scores", "when the highest equals the "
                             "lowest, hi - lo is 0: give every score 1.0 instead of dividing",
                             lambda s: [(x - min(s)) / (max(s) - min(s)) for x in s]),
@@ -932,7 +932,8 @@ def _():
                             "the best: 1.0", lambda s: [0.0] * len(s) if max(s) == min(s)
                             else _fusion.minmax_normalise(s))))
 def _():
-    for scores in ([3.0, 1.0, 2.0], [12.5, 7.25, 0.5, 9.0], [0.42], [2.0, 2.0], [-1.0, 0.0, 1.0]):
+    for scores in ([3.0, 1.0, 2.0], [12.5, 7.25, 0.5, 9.0], [0.42], [2.0, 2.0], [-1.0, 0.0, 1.0],
+                   []):  # a channel that found nothing: nothing to scale
         yield Case((scores,), _fusion.minmax_normalise(scores))
 
 

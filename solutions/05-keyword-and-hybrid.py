@@ -198,7 +198,7 @@ check("rescued_documents", rescued_documents)
 # **Examples.**
 # `minmax_normalise([3.0, 1.0, 2.0])` → `[1.0, 0.0, 0.5]`,
 # `minmax_normalise([-1.0, 0.0, 1.0])` → `[0.0, 0.5, 1.0]`,
-# `minmax_normalise([2.0, 2.0])` → `[1.0, 1.0]`
+# `minmax_normalise([2.0, 2.0])` → `[1.0, 1.0]`, `minmax_normalise([])` → `[]`
 #
 # **Why the blend shifts when the corpus changes.** A normalised score is relative to the best
 # and worst in the list. BM25 scores `[12.0, 6.0, 3.0]` become `[1.0, 0.33, 0.0]`. Add one new
@@ -210,7 +210,9 @@ check("rescued_documents", rescued_documents)
 # %%
 def minmax_normalise(scores):
     """Scale scores to [0, 1]: lowest -> 0.0, highest -> 1.0; all equal -> all 1.0."""
-    ### BEGIN SOLUTION hint: find the lowest and highest once; guard the case where they are equal before you divide
+    ### BEGIN SOLUTION hint: return [] for no scores; find the lowest and highest once; guard the case where they are equal before you divide
+    if not scores:
+        return []
     lo, hi = min(scores), max(scores)
     if hi == lo:
         return [1.0] * len(scores)
