@@ -306,14 +306,14 @@ def _():
 from functools import lru_cache as _lru_cache  # noqa: E402
 from pathlib import Path as _Path  # noqa: E402
 
+from . import bm25 as _bm25  # noqa: E402
 from . import datasets as _datasets  # noqa: E402
+from . import ingest as _ingest  # noqa: E402
 
 
 @_lru_cache(maxsize=1)
 def _hc_bm25():
-    from .bm25 import BM25Index
-
-    return BM25Index().build(_datasets.load_helpcentre().documents)
+    return _bm25.BM25Index().build(_datasets.load_helpcentre().documents)
 
 
 @_lru_cache(maxsize=1)
@@ -846,7 +846,6 @@ def _():
 
 # ---------------------------------------------------------------------------------------
 # Chapter 5: keyword search, hybrid retrieval and RRF
-from . import bm25 as _bm25  # noqa: E402
 from . import fusion as _fusion  # noqa: E402
 from .types import Hit as _Hit  # noqa: E402
 
@@ -1672,13 +1671,11 @@ def _():
 # -- chapter 10 on the real corpus
 
 def _heading_cases():
-    from .types import Document
-
     for doc_id in ("billing-refund-policy", "api-rate-limits", "security-sso-setup"):
         doc = _datasets.load_helpcentre().doc(doc_id)
         offsets = [c.start for c in _chunking.chunk_documents([doc], size=300, overlap=0,
                                                                 length="chars")]
-        yield doc.text, offsets, [_contextual.section_path(Document("d", doc.text), o)
+        yield doc.text, offsets, [_contextual.section_path(_Document("d", doc.text), o)
                                   for o in offsets]
 
 
@@ -1717,9 +1714,7 @@ def _pkgdocs_folder() -> _Path:
 
 @_lru_cache(maxsize=1)
 def _pkgdocs() -> tuple:
-    from .ingest import read_documents
-
-    return tuple(read_documents(_pkgdocs_folder()))
+    return tuple(_ingest.read_documents(_pkgdocs_folder()))
 
 
 @_lru_cache(maxsize=2)
@@ -1731,15 +1726,13 @@ def _pkgdocs_bm25(chunked: bool):
 
 def _capstone_problem(result) -> str | None:
     """What is wrong with a (folder, questions) pair, or None."""
-    from .ingest import read_documents
-
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         return "expected a pair (folder, questions)"
     folder, questions = result
     if not isinstance(folder, (str, _Path)) or not _Path(folder).is_dir():
         return f"the folder {_show(folder, 80)} is not a folder on this machine"
     try:
-        ids = {d.id for d in read_documents(folder)}
+        ids = {d.id for d in _ingest.read_documents(folder)}
     except Exception as err:
         return f"read_documents could not read the folder: {_describe(err)}"
     if not isinstance(questions, list) or len(questions) != 10:
