@@ -95,3 +95,16 @@ def test_the_check_finds_what_is_missing():
     assert found == ["bare", "ragbook.example.test_the_check_finds_what_is_missing.<locals>"
                              ".Bare.method", "ragbook.example.test_the_check_finds_what_is_"
                              "missing.<locals>.Bare.size"]
+
+
+def test_docstring_examples_run():
+    """The ``>>>`` examples in the package's docstrings (fusion on a tiny corpus, fit_budget,
+    trying, ...) are claims a reader copies: run them all, so none can drift from the code."""
+    import doctest
+
+    failed, tried = 0, 0
+    for module in public_modules():
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        failed, tried = failed + result.failed, tried + result.attempted
+    assert tried > 0, "no docstring examples found: the walk over the package is broken"
+    assert failed == 0, f"{failed} of {tried} docstring examples fail (details printed above)"
