@@ -25,7 +25,7 @@ import html
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -517,7 +517,7 @@ class SentenceReader:
         if not self.rank_weight:
             return spans
         bonus = self.rank_weight / hit.rank
-        return [Span(s.text, s.start, s.end, s.score + bonus, s.source) for s in spans]
+        return [replace(s, score=s.score + bonus) for s in spans]
 
     def read(self, question: str, hits: Sequence[Hit]) -> Answer:
         """The best-scoring sentence over ``hits`` (see ``hit_spans``) as an ``Answer`` naming
