@@ -25,15 +25,18 @@ import math
 import numbers
 import os
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .types import Chunk, Document, Hit
+from .component import Component
+from .types import Chunk, Document, Hit, Retrieved, Stage
 
-__all__ = ["Retriever", "VectorStore", "NotBuiltError", "CorruptIndexError", "check_k",
+__all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFIDENCE_KINDS",
+           "check_confidence_threshold", "trace_stage", "CorruptIndexError", "check_k",
            "check_query", "check_text", "check_threshold", "check_metadata", "validate_where",
            "matches", "translate_where", "record", "records_from", "index_text", "make_hit",
            "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS"]
@@ -49,25 +52,109 @@ class CorruptIndexError(ValueError):
     """A saved index does not match its manifest (a file changed, is missing or is truncated)."""
 
 
+#: What a retriever's (or reranker's) ``confidence`` is, and the values it can take. The
+#: pipeline's ``min_confidence`` is compared with exactly one of these, never a mix.
+CONFIDENCE_KINDS = {
+    "cosine": ("cosine similarity of the best dense hit", -1.0, 1.0),
+    "bm25": ("BM25 score of the best keyword hit (unbounded above, corpus-dependent)",
+             0.0, math.inf),
+    "rrf": ("reciprocal-rank-fusion score of the best fused hit: at most "
+            "sum(weights) / (rrf_k + 1), about 0.033 with the defaults", 0.0, math.inf),
+    "rerank": ("the reranker model's score of the best candidate (a logit or a probability, "
+               "depending on the model)", -math.inf, math.inf),
+}
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """Anything that finds items for a query.
 
     ``search`` returns at most ``k`` hits (``k`` is always the number of results), sorted
     by score, ranks from 1, never padded; items failing ``where`` are never returned.
-    ``corpus_fingerprint`` changes whenever an item's id or text changes, so two
-    retrievers (or a retriever and a cache) can check cheaply that they index the same corpus.
+    ``retrieve`` returns the same hits as a ``Retrieved``: with the stages that made them and
+    the retriever's confidence (of kind ``confidence_kind``). ``corpus_fingerprint`` changes
+    whenever an item's id or text changes; ``fingerprint`` whenever anything a result depends
+    on changes (corpus, settings, models) — what caches key on.
     """
+
+    confidence_kind: str
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
         """At most ``k`` hits for ``query``, best first, ranks from 1, none failing ``where``."""
+
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+                 ) -> Retrieved:
+        """``search``'s hits with their stages and the confidence in the best one."""
 
     def __len__(self) -> int: ...
 
     @property
     def corpus_fingerprint(self) -> str:
         """A hash of the indexed ids and texts (``retrieval.corpus_fingerprint``)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of everything a result depends on (``component.Component.fingerprint``)."""
+
+
+def trace_stage(name: str, started: float, hits: Sequence[Hit], detail=None) -> Stage:
+    """The trace record of a stage that began at ``started`` (``time.perf_counter()``) and
+    passed on ``hits``: its top 10 ids and scores and the count."""
+    return Stage(name, time.perf_counter() - started, tuple(h.id for h in hits[:10]),
+                 tuple(round(h.score, 6) for h in hits[:10]),
+                 {"count": len(hits), **(detail or {})})
+
+
+class BaseRetriever(Component):
+    """What every retriever shares: settings and fingerprint (``Component``) and a default
+    ``retrieve`` = one ``search`` stage whose confidence is the top hit's score, of the kind
+    the class declares in ``confidence_kind``. A retriever with stages of its own (the hybrid)
+    or another confidence overrides ``retrieve``."""
+
+    confidence_kind = "cosine"
+
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+                 ) -> Retrieved:
+        """The ``k`` best hits (as ``search``) with one ``search`` stage and the top score as
+        the confidence (None when nothing was found)."""
+        t = time.perf_counter()
+        hits = self.search(query, k=k, where=where)
+        return Retrieved(tuple(hits), (trace_stage("search", t, hits, {"where": where}),),
+                         hits[0].score if hits else None, self.confidence_kind)
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The lowest and highest confidence this retriever can report (a ``min_confidence``
+        outside them can never, or always, be met)."""
+        _, lo, hi = CONFIDENCE_KINDS[self.confidence_kind]
+        return lo, hi
+
+
+def check_confidence_threshold(value: float | None, kind: str, bounds: tuple[float, float],
+                               declared: str | None = None, name: str = "min_confidence"
+                               ) -> float | None:
+    """Refuse a threshold compared with a quantity of another kind: ``declared`` (what the
+    caller says the threshold is on) must equal ``kind`` (what the confidence is), and the
+    value must lie within the confidence's ``bounds`` (a cosine threshold of 0.4 on an RRF
+    score, which never exceeds ~0.033, would escalate every question)."""
+    value = check_threshold(value, name)
+    if declared is not None and declared not in CONFIDENCE_KINDS:
+        raise ValueError(f"{name}_kind must be one of {', '.join(CONFIDENCE_KINDS)}, got "
+                         f"{declared!r}")
+    if value is None:
+        return None
+    fix = ("calibrate it on labelled questions with Pipeline.calibrate(...), which sets a "
+           "threshold of the right kind")
+    if declared is not None and declared != kind:
+        raise ValueError(f"{name}={value} is a {declared} threshold, but this pipeline's "
+                         f"confidence is a {kind} score ({CONFIDENCE_KINDS[kind][0]}); a "
+                         f"threshold on one quantity means nothing on another: {fix}")
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}={value} lies outside what this pipeline's confidence can be "
+                         f"([{lo:.4g}, {hi:.4g}]: {CONFIDENCE_KINDS[kind][0]}), so every "
+                         f"question would escalate or none; {fix}")
+    return value
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Document", "Chunk", "Hit", "Answer"]
+__all__ = ["Document", "Chunk", "Hit", "Answer", "Stage", "Retrieved"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,29 @@ class Answer:
         """True when there is no answer text (the reader abstained or was flagged empty;
         ``reason`` says why)."""
         return self.text is None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One trace record: a stage's name, wall time, the ids and scores it passed on, and
+    anything else worth reading when debugging (``detail``)."""
+
+    name: str
+    seconds: float
+    ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What ``retrieve`` returns: the hits, the stages that made them (one ``search`` stage
+    for a plain retriever; dense, bm25 and fuse for a hybrid), and the retriever's
+    *confidence* in its best hit — a number whose meaning ``confidence_kind`` names
+    (``retrieval.CONFIDENCE_KINDS``: a cosine, a BM25 score, an RRF score, a reranker score),
+    so no one compares a cosine threshold with an RRF score. None when nothing was found."""
+
+    hits: tuple[Hit, ...]
+    stages: tuple[Stage, ...]
+    confidence: float | None
+    confidence_kind: str

@@ -1,0 +1,154 @@
+"""Components that declare themselves: settings read from ``__init__``, and a fingerprint.
+
+Every retriever, store, reranker, reader and condenser is a ``Component`` (scikit-learn's
+``get_params`` is the model). ``__init__`` only stores its arguments, each under its own name
+(``self.depth = depth``; a lazily loaded model may sit under ``_name``), so the class can
+answer two questions without anyone listing its settings by hand:
+
+* ``settings()`` — the ``__init__`` arguments as they are now, sub-components as their own
+  ``settings()`` (what ``__repr__`` and save manifests show);
+* ``fingerprint`` — a short hash of everything a result depends on: the class, every setting
+  (a sub-component by *its* fingerprint, an encoder by model, weights digest, prefixes and
+  input length), the indexed corpus when built, and the model weights a component loads
+  lazily. Caches namespace their entries by it, so a changed setting is a cache miss, never
+  a stale answer. A new setting is one new ``__init__`` argument: nothing else to update.
+
+>>> class Floor(Component):
+...     def __init__(self, min_cosine=0.3, k=5):
+...         self.min_cosine, self.k = min_cosine, k
+>>> Floor().settings()
+{'min_cosine': 0.3, 'k': 5}
+>>> Floor(), Floor(k=8)
+(Floor(), Floor(k=8))
+>>> Floor().fingerprint == Floor(k=5).fingerprint, Floor().fingerprint == Floor(k=6).fingerprint
+(True, False)
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import json
+import os
+from typing import Any
+
+__all__ = ["Component", "identity_of"]
+
+
+class Component:
+    """Base of every pipeline component: ``settings()``, ``fingerprint``, ``with_settings``
+    and a ``__repr__`` that shows the settings differing from the defaults."""
+
+    @classmethod
+    def _setting_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in list(sig.parameters.values())[1:]
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def _setting(self, name: str) -> Any:
+        if name in self.__dict__:
+            return self.__dict__[name]
+        if f"_{name}" in self.__dict__:
+            return self.__dict__[f"_{name}"]
+        raise AttributeError(
+            f"{type(self).__name__}.__init__ takes {name!r} but keeps it neither as "
+            f"self.{name} nor self._{name}; a component stores every __init__ argument under "
+            f"its own name so settings() and fingerprint can read it")
+
+    def settings(self, deep: bool = True) -> dict[str, Any]:
+        """The ``__init__`` arguments as this object holds them, in signature order; with
+        ``deep`` a sub-component appears as ``{"type": name, **its settings()}``."""
+        out = {}
+        for name in self._setting_names():
+            value = self._setting(name)
+            if deep and isinstance(value, Component):
+                value = {"type": type(value).__name__, **value.settings()}
+            out[name] = value
+        return out
+
+    def with_settings(self, **changes: Any) -> Component:
+        """A copy with some settings changed and checked by ``__init__`` as usual (what a
+        widget varies: ``reranker.with_settings(min_rerank_score=0.4)``). Built state
+        (attributes ending in ``_``) is shared with the original, not copied."""
+        names = self._setting_names()
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no setting {unknown[0]!r}; its "
+                            f"settings are {', '.join(names)}")
+        new = copy.copy(self)
+        built = {k: v for k, v in self.__dict__.items() if k.endswith("_")
+                 and not k.startswith("_")}
+        new.__init__(**{**self.settings(deep=False), **changes})
+        new.__dict__.update(built)
+        return new
+
+    def _fingerprint_extra(self) -> dict[str, Any]:
+        """What else a result depends on that no setting shows (e.g. the weights of a model
+        loaded lazily from the profile). Subclasses add to it; the base adds nothing."""
+        return {}
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the class, every setting (sub-components by their fingerprint),
+        the corpus when built (``corpus_fingerprint``) and ``_fingerprint_extra()``: equal
+        fingerprints give equal results, and changing any one setting changes it."""
+        from .retrieval import NotBuiltError
+
+        parts: dict[str, Any] = {"type": f"{type(self).__module__}.{type(self).__qualname__}",
+                                 "settings": {n: identity_of(self._setting(n))
+                                              for n in self._setting_names()}}
+        if hasattr(type(self), "corpus_fingerprint"):
+            try:
+                parts["corpus"] = self.corpus_fingerprint
+            except NotBuiltError:
+                parts["corpus"] = None
+        parts.update(self._fingerprint_extra())
+        text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        shown = []
+        for name, p in list(inspect.signature(type(self).__init__).parameters.items())[1:]:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            value = self._setting(name)
+            try:
+                same = p.default is not p.empty and bool(value == p.default)
+            except Exception:  # arrays and other values without a plain truth value
+                same = False
+            if not same:
+                shown.append(f"{name}={_short(value)}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Component):
+        return repr(value)
+    text = repr(value)
+    return text if len(text) <= 60 else f"<{type(value).__name__}>"
+
+
+def identity_of(value: Any) -> Any:
+    """What a setting contributes to a fingerprint: a component or an encoder by its own
+    ``fingerprint``, plain values as they are, containers element by element, a function
+    or class by its qualified name; anything else by type and ``repr``."""
+    if isinstance(value, Component):
+        return {"component": value.fingerprint}
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [identity_of(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): identity_of(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted(str(identity_of(v)) for v in value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    fp = getattr(value, "fingerprint", None)
+    if isinstance(fp, str):
+        return {"fingerprint": fp}
+    if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}"
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"
