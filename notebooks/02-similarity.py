@@ -184,10 +184,10 @@ print(f"cosine with norms each time: {t_cos * 1e3:.3f} ms; inner product on norm
 # rankings are `ragbook.widgets.similarity_rankings`, called on the vectors you set.
 
 # %%
-from ragbook.widgets import _polar, similarity_playground, similarity_rankings
+from ragbook.widgets import polar, similarity_playground, similarity_rankings
 
-query = _polar(30, 1.0)
-docs = [_polar(40, 0.6), _polar(80, 3.0), _polar(10, 1.5)]
+query = polar(30, 1.0)
+docs = [polar(40, 0.6), polar(80, 3.0), polar(10, 1.5)]
 for metric, order in similarity_rankings(query, docs).items():   # the default state
     print(f"{metric:10s} " + " > ".join("ABC"[i] for i in order))
 similarity_playground()

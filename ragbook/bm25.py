@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .retrieval import (
+    BaseRetriever,
     NotBuiltError,
     check_k,
     check_query,
@@ -47,7 +48,7 @@ from .retrieval import (
 )
 from .types import Chunk, Document, Hit
 
-__all__ = ["Tokenizer", "BM25Index", "STOPWORDS"]
+__all__ = ["Tokenizer", "BM25Index", "STOPWORDS", "idf_lucene", "term_weight"]
 
 # A short English stopword list (function words only): enough that "how do i" does not
 # outweigh the one content word of a question, small enough to keep "not", "free", "plan".
@@ -97,20 +98,26 @@ class Tokenizer:
         return out
 
 
-class BM25Index:
+class BM25Index(BaseRetriever):
     """BM25 retriever (settings here; ``build`` fills it). Satisfies the retriever contract:
     ``search(query, k, where) -> list[Hit]``; a document sharing no term with the query is
-    not a match and is never returned. ``min_score`` drops hits scoring below it."""
+    not a match and is never returned. ``min_bm25`` drops hits whose BM25 score is below it.
+    Its confidence (``retrieve``) is the best hit's BM25 score."""
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer | None = None,
-                 min_score: float | None = None):
+    confidence_kind = "bm25"
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer = Tokenizer(),
+                 min_bm25: float | None = None):
         if check_threshold(k1, "k1") is None or k1 < 0:
             raise ValueError(f"k1 must be a number >= 0, got {k1!r}")
         if check_threshold(b, "b") is None or not 0 <= b <= 1:
             raise ValueError(f"b must be a number in [0, 1], got {b!r}")
         self.k1, self.b = float(k1), float(b)
-        self.tokenizer = tokenizer or Tokenizer()
-        self.min_score = check_threshold(min_score, "min_score")
+        if not callable(tokenizer):
+            raise TypeError(f"tokenizer must be callable (text -> list of terms), got "
+                            f"{type(tokenizer).__name__}")
+        self.tokenizer = tokenizer
+        self.min_bm25 = check_threshold(min_bm25, "min_bm25")
 
     def build(self, items: Sequence[Chunk | Document],
               contexts: Sequence[str] | None = None) -> BM25Index:
@@ -183,13 +190,13 @@ class BM25Index:
         return np.bincount(r, weights=v, minlength=len(self.items_))
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
-               min_score: float | None = None) -> list[Hit]:
+               min_bm25: float | None = None) -> list[Hit]:
         """The top ``k`` (the number of results) matching items, best first; ``where``
-        filters before ranking; ``min_score`` (or the index's) drops weaker hits."""
+        filters before ranking; ``min_bm25`` (or the index's) drops weaker hits."""
         self._built()
         k, where = check_k(k), validate_where(where)
         s = self.scores(check_query(query))
-        floor = self.min_score if min_score is None else check_threshold(min_score)
+        floor = self.min_bm25 if min_bm25 is None else check_threshold(min_bm25, "min_bm25")
         ok = s > 0 if floor is None else (s > 0) & (s >= floor)
         candidates = np.flatnonzero(ok)
         if where:
@@ -211,7 +218,7 @@ class BM25Index:
 
         def write(folder: Path) -> None:
             sparse.save_npz(folder / "weights.npz", self.weights_)
-            meta = {"k1": self.k1, "b": self.b, "min_score": self.min_score,
+            meta = {"k1": self.k1, "b": self.b, "min_bm25": self.min_bm25,
                     "tokenizer": asdict(self.tokenizer), "vocab": self.vocab_,
                     "doc_len": self.doc_len_.tolist(), "idf": self.idf_.tolist()}
             (folder / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False),
@@ -230,7 +237,7 @@ class BM25Index:
         path = Path(path)
         manifest = read_manifest(path, "BM25Index")
         meta = json.loads((path / "bm25.json").read_text(encoding="utf-8"))
-        self = cls(meta["k1"], meta["b"], Tokenizer(**meta["tokenizer"]), meta["min_score"])
+        self = cls(meta["k1"], meta["b"], Tokenizer(**meta["tokenizer"]), meta["min_bm25"])
         self.items_ = loads((path / "records.json").read_text(encoding="utf-8"))
         self.vocab_ = meta["vocab"]
         self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
@@ -242,10 +249,9 @@ class BM25Index:
                              f"manifest describes; rebuild and save the index again")
         return self
 
-    def __repr__(self) -> str:
-        state = (f"{len(self)} items, {len(self.vocab_)} terms" if hasattr(self, "vocab_")
-                 else "not built")
-        return f"BM25Index(k1={self.k1}, b={self.b}, {state})"
+    def _repr_state(self) -> str:
+        return (f"{len(self)} items, {len(self.vocab_)} terms" if hasattr(self, "vocab_")
+                else "not built")
 
 
 def idf_lucene(n_docs: int, df: int) -> float:
@@ -266,6 +272,3 @@ def term_weight(tf, doc_len, avgdl, idf, k1: float = 1.2, b: float = 0.75):
     0.0
     """
     return idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))
-
-
-__all__ += ["idf_lucene", "term_weight"]

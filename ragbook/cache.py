@@ -5,10 +5,11 @@ run keeps what it wrote), *namespaced* by a fingerprint of everything the values
 with an optional expiry and hit/miss counters. Change the corpus or the model and the
 namespace changes, so stale entries are never served — they are simply never asked for.
 
-* ``CachedRetriever``: search results per (query, k, where), namespaced by the corpus
-  fingerprint and the encoder(s) — repeated questions skip embedding and search.
+* ``CachedRetriever``: retrieval results per (query, k, where), namespaced by the
+  retriever's ``fingerprint`` (corpus, settings, models) — repeated questions skip
+  embedding and search.
 * ``ragbook.pipeline.CachedPipeline``: whole answers per (condensed question, where), with a
-  short expiry, namespaced by the pipeline's corpus, models and thresholds.
+  short expiry, namespaced by the pipeline's ``fingerprint`` (every component's).
 * ``LocalLLM`` keeps greedy replies in one, ``LLMContext`` its notes.
 
 The embedding cache (``Encoder``) keeps its own binary vector store: it reads hundreds of
@@ -30,10 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from . import models
-from .retrieval import check_k, check_query, check_threshold, make_hit, validate_where
-from .types import Hit
+from .retrieval import (
+    BaseRetriever,
+    check_k,
+    check_query,
+    check_threshold,
+    make_hit,
+    trace_stage,
+    validate_where,
+)
+from .types import Hit, Retrieved
 
-__all__ = ["Cache", "CachedRetriever", "identity"]
+__all__ = ["Cache", "CachedRetriever"]
 
 
 class Cache:
@@ -113,46 +122,57 @@ class Cache:
                 f"ttl={self.ttl})")
 
 
-def identity(retriever) -> str:
-    """What a retriever's results depend on: its corpus fingerprint and the fingerprint of
-    every encoder inside it (a hybrid's dense channel, a wrapper's inner retriever)."""
-    parts, seen, todo = [retriever.corpus_fingerprint], set(), [retriever]
-    while todo:
-        r = todo.pop()
-        if id(r) in seen:
-            continue
-        seen.add(id(r))
-        enc = getattr(r, "encoder", None)
-        if enc is not None and hasattr(enc, "fingerprint"):
-            parts.append(enc.fingerprint)
-        todo += [getattr(r, a) for a in ("dense", "bm25", "retriever") if hasattr(r, a)]
-    return "|".join(parts)
-
-
 def _hit_dict(h: Hit) -> dict:
     return {"id": h.id, "doc_id": h.doc_id, "text": h.text, "start": h.start, "end": h.end,
             "metadata": dict(h.metadata), "score": h.score}
 
 
-class CachedRetriever:
-    """A ``Retriever`` that remembers its results per (query, k, where). The namespace is
-    ``identity(retriever)``, taken at each search, so a rebuilt corpus or a different model
-    misses instead of serving stale hits."""
+class CachedRetriever(BaseRetriever):
+    """A ``Retriever`` that remembers its results per (query, k, where). The namespace is the
+    wrapped retriever's ``fingerprint`` — corpus (ids, texts, metadata), every setting, every
+    model — taken at each call, so a rebuilt corpus, a changed setting or another model misses
+    instead of serving stale hits. Entries also expire after ``ttl`` seconds (a day by
+    default; None keeps them until the fingerprint changes), for stores another process may
+    change. What is cached is the whole ``retrieve`` result: hits, confidence and its kind."""
 
-    def __init__(self, retriever, ttl: float | None = None, path: str | Path | None = None):
+    def __init__(self, retriever, ttl: float | None = 86_400.0,
+                 path: str | Path | None = None):
         self.retriever, self.ttl, self.path = retriever, ttl, path
-        self.cache = Cache("retrieval", identity(retriever), ttl, path)
+        self.cache = Cache("retrieval", retriever.fingerprint, ttl, path)
+
+    @property
+    def confidence_kind(self) -> str:
+        """The wrapped retriever's (a cache does not change what the confidence means)."""
+        return self.retriever.confidence_kind
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The wrapped retriever's confidence range."""
+        return self.retriever.confidence_bounds()
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
         """The wrapped retriever's hits, from the cache when the same (query, k, where) was
-        asked of the same corpus and models before; the same argument errors as any retriever."""
+        asked of the same corpus, settings and models before; the same argument errors as
+        any retriever."""
+        return list(self.retrieve(query, k, where).hits)
+
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+                 ) -> Retrieved:
+        """The wrapped retriever's ``retrieve``, from the cache when it can be: then the
+        stages are one ``cache`` stage (the original stages took no time this call)."""
         k, query, where = check_k(k), check_query(query), validate_where(where)
-        self.cache.namespace = identity(self.retriever)
-        rows = self.cache.get_or_make(
-            Cache.key(query, k, where),
-            lambda: [_hit_dict(h) for h in self.retriever.search(query, k=k, where=where)])
-        return [make_hit(r, r["score"], n) for n, r in enumerate(rows, 1)]
+        t = time.perf_counter()
+        self.cache.namespace = self.retriever.fingerprint
+        key = Cache.key(query, k, where)
+        row = self.cache.get(key)
+        if row is None:
+            got = self.retriever.retrieve(query, k=k, where=where)
+            self.cache.put(key, {"hits": [_hit_dict(h) for h in got.hits],
+                                 "confidence": got.confidence, "kind": got.confidence_kind})
+            return got
+        hits = tuple(make_hit(r, r["score"], n) for n, r in enumerate(row["hits"], 1))
+        return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where}),),
+                         row["confidence"], row["kind"])
 
     def __len__(self) -> int:
         return len(self.retriever)

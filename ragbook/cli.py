@@ -100,9 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "look at (exit code 0 either way).")
     p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
     p.add_argument("question", metavar="QUESTION")
-    p.add_argument("--k", type=_whole(1), default=5, help="passages kept for the reader "
+    p.add_argument("--keep", type=_whole(1), default=5, help="passages the reader reads "
                    "(default 5)")
-    p.add_argument("--min-score", type=_finite, default=0.5, metavar="COSINE",
+    p.add_argument("--min-confidence", type=_finite, default=0.5, metavar="COSINE",
                    help="escalate (low_confidence) when the best dense cosine is below this "
                    "(default 0.5: near the value calibrated on the help centre's dev split "
                    "for all-MiniLM-L6-v2 in chapter 9; it depends on the encoder and the "
@@ -232,8 +232,8 @@ def _ask(args) -> int:
         raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
                          "\"how long is the refund window?\"")
     retriever = _load(args.index)
-    result = Pipeline(retriever, keep=args.k, min_score=args.min_score,
-                      trace_path=args.trace).ask(args.question)
+    result = Pipeline(retriever, keep=args.keep, min_confidence=args.min_confidence,
+                      min_confidence_kind="cosine", trace_path=args.trace).ask(args.question)
     out = result.to_dict()
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))

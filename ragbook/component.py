@@ -25,7 +25,6 @@ answer two questions without anyone listing its settings by hand:
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import inspect
 import json
@@ -33,6 +32,10 @@ import os
 from typing import Any
 
 __all__ = ["Component", "identity_of"]
+
+#: Settings never shown by ``__repr__`` nor hashed into a fingerprint (a key changes who may
+#: ask, not what the answer is).
+SECRETS = frozenset({"api_key", "token", "password", "secret"})
 
 
 class Component:
@@ -69,17 +72,17 @@ class Component:
     def with_settings(self, **changes: Any) -> Component:
         """A copy with some settings changed and checked by ``__init__`` as usual (what a
         widget varies: ``reranker.with_settings(min_rerank_score=0.4)``). Built state
-        (attributes ending in ``_``) is shared with the original, not copied."""
+        (attributes ending in ``_``, e.g. a built index) is shared with the original; models a
+        component loads lazily are loaded again by the copy when it needs them."""
         names = self._setting_names()
         unknown = sorted(set(changes) - set(names))
         if unknown:
             raise TypeError(f"{type(self).__name__} has no setting {unknown[0]!r}; its "
                             f"settings are {', '.join(names)}")
-        new = copy.copy(self)
-        built = {k: v for k, v in self.__dict__.items() if k.endswith("_")
-                 and not k.startswith("_")}
+        new = type(self).__new__(type(self))
         new.__init__(**{**self.settings(deep=False), **changes})
-        new.__dict__.update(built)
+        new.__dict__.update({k: v for k, v in self.__dict__.items()
+                             if k.endswith("_") and not k.startswith("_")})
         return new
 
     def _fingerprint_extra(self) -> dict[str, Any]:
@@ -96,7 +99,8 @@ class Component:
 
         parts: dict[str, Any] = {"type": f"{type(self).__module__}.{type(self).__qualname__}",
                                  "settings": {n: identity_of(self._setting(n))
-                                              for n in self._setting_names()}}
+                                              for n in self._setting_names()
+                                              if n not in SECRETS}}
         if hasattr(type(self), "corpus_fingerprint"):
             try:
                 parts["corpus"] = self.corpus_fingerprint
@@ -117,8 +121,13 @@ class Component:
             except Exception:  # arrays and other values without a plain truth value
                 same = False
             if not same:
-                shown.append(f"{name}={_short(value)}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+                shown.append(f"{name}={'***' if name in SECRETS else _short(value)}")
+        state = self._repr_state()
+        return f"{type(self).__name__}({', '.join(shown + ([state] if state else []))})"
+
+    def _repr_state(self) -> str:
+        """What ``__repr__`` adds after the settings (e.g. "123 items"); "" for nothing."""
+        return ""
 
 
 def _short(value: Any) -> str:

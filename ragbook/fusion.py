@@ -19,6 +19,7 @@ mixes scores and so shifts whenever the corpus (and hence the score ranges) chan
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from .bm25 import BM25Index
 from .dense import DenseIndex
 from .retrieval import (
+    BaseRetriever,
     CorruptIndexError,
     NotBuiltError,
     check_k,
@@ -34,12 +36,13 @@ from .retrieval import (
     check_threshold,
     read_manifest,
     save_atomic,
+    trace_stage,
     validate_where,
 )
-from .types import Chunk, Document, Hit
+from .types import Chunk, Document, Hit, Retrieved
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",
-           "IndexDriftError"]
+           "IndexDriftError", "rescued"]
 
 
 def _check_lists(rankings, weights, k):
@@ -138,14 +141,16 @@ class IndexDriftError(RuntimeError):
     """The dense and keyword indexes no longer cover the same items."""
 
 
-class HybridRetriever:
+class HybridRetriever(BaseRetriever):
     """Dense + BM25 over the same items, each fetched ``depth`` deep, fused by RRF.
 
     ``build(items)`` writes both indexes in one call, so they cannot be built from
     different corpora; every search compares the two indexes' corpus fingerprints (ids and
     texts) and raises ``IndexDriftError`` if they differ. ``weights`` = (dense, bm25) for
-    weighted RRF; ``rrf_k`` is the RRF constant; ``min_score`` drops fused hits whose RRF
-    score is below it (a fused score, not a cosine).
+    weighted RRF; ``rrf_k`` is the RRF constant; ``min_rrf`` drops fused hits whose RRF
+    score is below it (a fused score, not a cosine). ``retrieve`` reports three stages
+    (dense, bm25, fuse) and, as its confidence, the dense channel's best cosine: a fused
+    RRF score says how *consistently* the channels ranked a hit, not how well it matches.
 
     Small corpora: when ``depth`` is at least the number of chunks, the dense channel returns
     every chunk, so fusion ranks any chunk BM25 matches on a single word above the dense
@@ -156,14 +161,19 @@ class HybridRetriever:
     questions that hybrid still beats dense alone there.
     """
 
+    confidence_kind = "cosine"
+
     def __init__(self, dense, bm25, depth: int = 100, rrf_k: float = 60,
-                 weights: tuple[float, float] = (1.0, 1.0), min_score: float | None = None):
+                 weights: tuple[float, float] = (1.0, 1.0), min_rrf: float | None = None):
         self.dense, self.bm25 = dense, bm25
         self.depth = check_k(depth, "depth")
+        if check_threshold(rrf_k, "rrf_k") < 0:
+            raise ValueError(f"rrf_k must be >= 0, got {rrf_k!r}")
         self.rrf_k, self.weights = rrf_k, tuple(weights)
-        self.min_score = check_threshold(min_score, "min_score")
+        self.min_rrf = check_threshold(min_rrf, "min_rrf")
         if len(self.weights) != 2:
             raise ValueError(f"weights must be (dense, bm25), got {weights!r}")
+        _check_lists([[], []], self.weights, None)
 
     def build(self, items: Sequence[Chunk | Document], vectors=None,
               contexts: Sequence[str] | None = None) -> HybridRetriever:
@@ -217,17 +227,35 @@ class HybridRetriever:
                ) -> list[Hit]:
         """The best ``k`` (the number of results) items by RRF over both channels, each
         searched ``depth`` deep with the same ``where`` filter; hits carry fused scores and
-        ranks, and ``min_score`` (if set) drops weak fused hits, so fewer than ``k`` may
+        ranks, and ``min_rrf`` (if set) drops weak fused hits, so fewer than ``k`` may
         come back. Raises ``NotBuiltError`` before ``build``/``load``, ``IndexDriftError``
         when the two indexes hold different items, ``ValueError`` for a blank query or a
         bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
+        return list(self.retrieve(query, k, where).hits)
+
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
+                 ) -> Retrieved:
+        """``search``'s hits with the three stages that made them (``dense`` and ``bm25``,
+        each ``depth`` deep, then ``fuse``) and the dense channel's best cosine as the
+        confidence (``confidence_kind = "cosine"``)."""
         k = check_k(k)
-        dense, keyword = self.channels(query, where)
-        fused = reciprocal_rank_fusion([dense, keyword], k=k, rrf_k=self.rrf_k,
-                                       weights=self.weights)
-        if self.min_score is not None:
-            fused = [h for h in fused if h.score >= self.min_score]
-        return fused
+        self.check()
+        query, where = check_query(query), validate_where(where)
+        lists, stages = [], []
+        for name, index in (("dense", self.dense), ("bm25", self.bm25)):
+            t = time.perf_counter()
+            hits = index.search(query, k=self.depth, where=where)
+            stages.append(trace_stage(name, t, hits, {"where": where, "depth": self.depth}))
+            lists.append(hits)
+        t = time.perf_counter()
+        fused = reciprocal_rank_fusion(lists, k=k, rrf_k=self.rrf_k, weights=self.weights)
+        if self.min_rrf is not None:
+            fused = [h for h in fused if h.score >= self.min_rrf]
+        stages.append(trace_stage("fuse", t, fused, {"rrf_k": self.rrf_k,
+                                                     "weights": list(self.weights),
+                                                     "min_rrf": self.min_rrf}))
+        return Retrieved(tuple(fused), tuple(stages), lists[0][0].score if lists[0] else None,
+                         self.confidence_kind)
 
     @property
     def items_(self):
@@ -241,11 +269,11 @@ class HybridRetriever:
     def save(self, path: str | Path) -> Path:
         """Write both indexes and the fusion settings to folder ``path`` all-or-nothing:
         ``dense/`` and ``bm25/`` (each saved, and later verified, by its own class) and
-        ``hybrid.json`` (depth, rrf_k, weights, min_score), checksummed in the manifest.
-        Saving both in one folder keeps them from drifting apart on disk."""
+        ``hybrid.json`` (its own settings: depth, rrf_k, weights, min_rrf), checksummed in
+        the manifest. Saving both in one folder keeps them from drifting apart on disk."""
         count = self.check()
-        settings = {"depth": self.depth, "rrf_k": self.rrf_k, "weights": list(self.weights),
-                    "min_score": self.min_score}
+        settings = {name: value for name, value in self.settings(deep=False).items()
+                    if name not in ("dense", "bm25")}
 
         def write(folder: Path) -> None:
             self.dense.save(folder / "dense")
@@ -264,9 +292,9 @@ class HybridRetriever:
         manifest = read_manifest(path, "HybridRetriever")
         settings = json.loads((path / "hybrid.json").read_text(encoding="utf-8"))
         self = cls(DenseIndex.load(path / "dense", encoder=encoder),
-                   BM25Index.load(path / "bm25"), depth=settings["depth"],
-                   rrf_k=settings["rrf_k"], weights=tuple(settings["weights"]),
-                   min_score=settings["min_score"])
+                   BM25Index.load(path / "bm25"),
+                   **{name: tuple(v) if isinstance(v, list) else v
+                      for name, v in settings.items()})
         if self.corpus_fingerprint != manifest["corpus_fingerprint"]:
             raise CorruptIndexError(f"{str(path)!r}: the saved indexes do not hold the corpus "
                                     f"its manifest describes; rebuild and save it again")
@@ -284,6 +312,3 @@ def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],
     """
     dense_top, by_keyword = set(dense[:n]), set(keyword)
     return [d for d in fused[:n] if d not in dense_top and d in by_keyword]
-
-
-__all__ += ["rescued"]

@@ -36,9 +36,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import models
 from .cache import Cache
+from .component import Component
 from .retrieval import check_k
 
-__all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "ChatServer",
+__all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity", "ChatServer",
            "LLMUnavailableError", "LLMResponseError"]
 
 Messages = Sequence[Mapping[str, str]]
@@ -59,7 +60,7 @@ def _check(messages: Messages) -> list[dict]:
     return msgs
 
 
-class LocalLLM:
+class LocalLLM(Component):
     """A chat model run in-process with transformers, greedy (temperature 0).
 
     Greedy decoding is deterministic, so replies (and ``score`` results) are cached on disk
@@ -96,6 +97,9 @@ class LocalLLM:
         """The model's name and a hash of its weights: what a cached reply depends on."""
         spec = models.resolve("generator", self.profile)
         return f"{spec.name}|weights={models.weights_digest(spec)}"
+
+    def _fingerprint_extra(self) -> dict:
+        return {"model": self.identity}
 
     def _cached(self, key: str, make):
         if not self.cache:
@@ -229,7 +233,7 @@ def _status_hint(status: int) -> str:
     return "check the server's log; is base_url an OpenAI-compatible /v1 chat-completions endpoint?"
 
 
-class OpenAICompatibleLLM:
+class OpenAICompatibleLLM(Component):
     """Chat completions from an OpenAI-compatible endpoint, at temperature 0.
 
     ``base_url``, ``model`` and ``api_key`` default to ``RAGBOOK_LLM_BASE_URL``,
@@ -295,6 +299,18 @@ class OpenAICompatibleLLM:
                 f"{self.url} answered HTTP {err.status_code}: {_preview(err.response.text)!r}; "
                 f"{_status_hint(err.status_code)}") from err
         return _cut(_completion_text(raw.text, self.url), stop).strip()
+
+
+def default_llm_identity(profile: str | None = None) -> str:
+    """What ``get_llm(profile)`` would answer with, named without loading it: the endpoint
+    and model when ``RAGBOOK_LLM_BASE_URL`` is set, else the local generator's name and
+    weights digest (or "unavailable")."""
+    if os.environ.get("RAGBOOK_LLM_BASE_URL") and os.environ.get("RAGBOOK_LLM_MODEL"):
+        return f"{os.environ['RAGBOOK_LLM_MODEL']} @ {os.environ['RAGBOOK_LLM_BASE_URL']}"
+    try:
+        return LocalLLM(profile).identity
+    except models.ModelUnavailableError:
+        return "unavailable"
 
 
 def get_llm(profile: str | None = None):

@@ -1,4 +1,4 @@
-"""The whole pipeline: condense → retrieve (dense + BM25) → fuse → rerank → thresholds →
+"""The whole pipeline: condense → retrieve (the retriever's own stages) → rerank → thresholds →
 read → an answer with its sources, or an escalation with the reason and what a human needs.
 
 Every stage is one of the earlier chapters' pieces; this module only composes them, keeps a
@@ -8,8 +8,8 @@ trace of what each stage handed the next, and decides when *not* to answer:
 escalation reason   when
 =================== ==========================================================================
 no_candidates       retrieval found nothing (after filters)
-rerank_threshold    no candidate scored at least ``rerank_threshold`` under the reranker
-low_confidence      the best score (reranker's, else the dense channel's cosine) < ``min_score``
+rerank_threshold    no candidate scored at least the reranker's ``min_rerank_score``
+low_confidence      the confidence (best reranked score, else the retriever's) < ``min_confidence``
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
 conflict            two sources from different documents answer with different figures
 superseded_source   the answer would come from a page marked superseded
@@ -17,8 +17,9 @@ superseded_source   the answer would come from a page marked superseded
 
 ``ask`` = ``prepare`` (everything that does not depend on the thresholds: retrieval,
 reranking, each candidate's best answer span) + ``decide`` (the thresholds and escalation
-rules). The chapter 9 widget calls ``decide`` on cached ``prepare`` outputs, so a slider
-moves instantly and the numbers it shows are exactly what ``ask`` would do.
+rules). The chapter 9 widget calls ``decide`` of a copy with other thresholds
+(``with_settings``) on cached ``prepare`` outputs, so a slider moves instantly and the
+numbers it shows are exactly what ``ask`` would do.
 
 >>> p = Pipeline(HybridRetriever(DenseIndex(), BM25Index()).build(chunks))   # doctest: +SKIP
 >>> turns = [{"role": "user", "content": "csv on pro?"}]
@@ -33,39 +34,34 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .bm25 import Tokenizer
-from .cache import Cache, identity
-from .fusion import HybridRetriever, reciprocal_rank_fusion
-from .llm import get_llm
-from .readers import Span, default_extractive_reader, hit_spans, instruction_like
-from .retrieval import check_k, check_query, check_threshold, validate_where
-from .types import Answer, Hit
+from .cache import Cache
+from .component import Component
+from .llm import default_llm_identity, get_llm
+from .readers import Span, default_extractive_reader, instruction_like
+from .retrieval import (
+    check_confidence_threshold,
+    check_k,
+    check_query,
+    check_threshold,
+    trace_stage,
+    validate_where,
+)
+from .types import Answer, Hit, Stage
 
-__all__ = ["Pipeline", "Result", "Stage", "Prepared", "RuleCondenser", "LLMCondenser",
-           "read_traces", "quantities", "topic_words", "find_conflict", "outcome", "ESCALATIONS",
-           "CachedPipeline"]
+__all__ = ["Pipeline", "Result", "Prepared", "RuleCondenser", "LLMCondenser", "read_traces",
+           "quantities", "topic_words", "find_conflict", "outcome", "ESCALATIONS",
+           "CachedPipeline", "with_history", "gold_ranks"]
 
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
                "conflict", "superseded_source")
 
 
 # -- what flows out ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Stage:
-    """One trace record: a stage's name, wall time, the ids and scores it passed on, and
-    anything else worth reading when debugging (``detail``)."""
-
-    name: str
-    seconds: float
-    ids: tuple[str, ...] = ()
-    scores: tuple[float, ...] = ()
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class Result:
     """What ``Pipeline.ask`` returns. ``answer.text`` is None when escalated; then
@@ -164,7 +160,7 @@ def _last_user_turn(history: Sequence[Mapping[str, str]]) -> str | None:
     return None
 
 
-class RuleCondenser:
+class RuleCondenser(Component):
     """The offline condenser: no model, a few rules that cover most follow-ups.
 
     A message is a follow-up when it is short (``max_words``), opens with a connective
@@ -204,7 +200,7 @@ CONDENSE_PROMPT = (
     "the question only.")
 
 
-class LLMCondenser:
+class LLMCondenser(Component):
     """Condense with a chat model (any ``ragbook.llm`` backend): the conversation and the last
     message go in, one stand-alone question comes out. A reply that is empty, several lines
     long or over ``max_words`` words is not trusted: the ``fallback`` (``RuleCondenser``)
@@ -221,9 +217,15 @@ class LLMCondenser:
     def llm(self):
         """The chat model: the one given, else ``get_llm()`` on first use (the profile's
         generator; ``LLMUnavailableError`` when none can be loaded)."""
-        if self._llm is None:  # loads a model: only when first needed
-            self._llm = get_llm()
-        return self._llm
+        if self._llm is not None:
+            return self._llm
+        if getattr(self, "_loaded", None) is None:  # loads a model: only when first needed
+            self._loaded = get_llm()
+        return self._loaded
+
+    def _fingerprint_extra(self) -> dict:
+        # the default chat model, by name and weights, without loading it
+        return {} if self._llm is not None else {"llm": default_llm_identity()}
 
     def messages(self, question: str, history: Sequence[Mapping[str, str]]) -> list[dict]:
         """The chat messages asking the model to rewrite ``question``: the instruction, the
@@ -314,50 +316,70 @@ def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
 @dataclass(frozen=True)
 class Prepared:
     """Everything ``ask`` computes before any threshold applies: the condensed question, the
-    reader's candidates (reranked when there is a reranker), the confidence score the
-    low-confidence threshold compares, each candidate's best answer span (extractive
-    readers), and the trace so far."""
+    reader's candidates (reranked, not yet cut, when there is a reranker), the confidence
+    the ``min_confidence`` threshold compares and its kind (``retrieval.CONFIDENCE_KINDS``),
+    each candidate's best answer span (extractive readers), and the trace so far."""
 
     question: str
     condensed: str
     candidates: tuple[Hit, ...]
     confidence: float | None
+    confidence_kind: str
     spans: tuple[Span | None, ...]
     trace: tuple[Stage, ...]
 
 
-class Pipeline:
+class Pipeline(Component):
     """Retriever → (reranker) → reader, with condensation, thresholds, escalation and a trace.
 
-    Settings (defaults from the curriculum): ``depth`` hits per channel of a
-    ``HybridRetriever`` (100), ``rrf_k`` its fusion constant (60), ``candidates`` fused hits
-    passed on (50), ``keep`` hits the reader reads (5), ``min_score`` the low-confidence
-    threshold on the best score — the reranker's when there is one, else the dense channel's
-    cosine (None: off; calibrate it with ``calibrate``), ``rerank_threshold`` the reranker's
-    floor, ``exclude_superseded`` adds ``status != superseded`` to every filter,
-    ``detect_conflicts`` escalates when sources disagree, ``skip_instructions`` never lets
-    an instruction-like sentence (``readers.instruction_like``: text aimed at a model,
-    planted in a document) be an extractive answer, ``trace_path`` appends one JSON line per
-    question. ``reader`` defaults to ``default_extractive_reader()``; ``condenser``
-    to ``RuleCondenser()``.
+    The pipeline composes its components through their contracts and never opens them: the
+    retriever's ``retrieve`` does its own stages with its own settings (a hybrid's depth,
+    RRF constant, weights and floor are the hybrid's), the reranker's ``min_rerank_score``
+    is the only rerank cut, the reader's ``accepts`` its only span floor.
+
+    Settings: ``candidates`` hits asked of the retriever (50), ``keep`` hits the reader reads
+    (5), ``min_confidence`` the low-confidence threshold on the *confidence* — the best
+    reranked score when there is a reranker, else the retriever's own confidence (a hybrid's:
+    the dense channel's best cosine; ``confidence_kind`` names it). ``min_confidence_kind``
+    says what your threshold is on ("cosine", "bm25", "rrf", "rerank"); a threshold of another
+    kind, or outside what the confidence can be, is refused (``calibrate`` sets both).
+    ``exclude_superseded`` adds ``status != superseded`` to every filter,
+    ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``),
+    ``skip_instructions`` never lets an instruction-like sentence (``instruction_like``: text
+    aimed at a model, planted in a document) be an extractive answer, ``trace_path`` appends
+    one JSON line per question. ``reader`` defaults to ``default_extractive_reader()``;
+    ``condenser`` to ``RuleCondenser()``.
     """
 
     def __init__(self, retriever, reranker=None, reader=None, condenser=None, *,
-                 depth: int = 100, rrf_k: float = 60, candidates: int = 50, keep: int = 5,
-                 min_score: float | None = None, rerank_threshold: float | None = None,
-                 exclude_superseded: bool = True, detect_conflicts: bool = True,
-                 conflict_margin: float = 0.05, skip_instructions: bool = True,
+                 candidates: int = 50, keep: int = 5, min_confidence: float | None = None,
+                 min_confidence_kind: str | None = None, exclude_superseded: bool = True,
+                 detect_conflicts: bool = True, conflict_margin: float = 0.05,
+                 skip_instructions: bool = True,
                  trace_path: str | os.PathLike | None = None):
+        if not callable(getattr(retriever, "retrieve", None)):
+            raise TypeError(f"Pipeline needs a retriever with retrieve(query, k, where) -> "
+                            f"Retrieved (the ragbook.Retriever contract); a "
+                            f"{type(retriever).__name__} has none: subclass "
+                            f"ragbook.BaseRetriever, which derives it from your search()")
         self.retriever, self.reranker = retriever, reranker
         self.reader = reader if reader is not None else default_extractive_reader()
         self.condenser = condenser if condenser is not None else RuleCondenser()
-        self.depth, self.rrf_k = check_k(depth, "depth"), check_threshold(rrf_k, "rrf_k")
         self.candidates, self.keep = check_k(candidates, "candidates"), check_k(keep, "keep")
-        self.min_score = check_threshold(min_score, "min_score")
-        self.rerank_threshold = check_threshold(rerank_threshold, "rerank_threshold")
+        scorer = reranker if reranker is not None else retriever
+        self.min_confidence = check_confidence_threshold(
+            min_confidence, scorer.confidence_kind, scorer.confidence_bounds(),
+            min_confidence_kind)
+        self.min_confidence_kind = min_confidence_kind
         self.exclude_superseded, self.detect_conflicts = exclude_superseded, detect_conflicts
         self.conflict_margin = check_threshold(conflict_margin, "conflict_margin")
         self.skip_instructions, self.trace_path = skip_instructions, trace_path
+
+    @property
+    def confidence_kind(self) -> str:
+        """What ``min_confidence`` is compared with: the reranker's score kind when there is a
+        reranker, else the retriever's confidence kind."""
+        return (self.reranker if self.reranker is not None else self.retriever).confidence_kind
 
     # -- stage 1-4: everything before the thresholds ---------------------------------------
     def _where(self, where):
@@ -367,11 +389,12 @@ class Pipeline:
         return where or None
 
     def prepare(self, question: str, history=None, where=None) -> Prepared:
-        """Condense, retrieve, fuse, rerank, and find each candidate's best span: everything
-        that does not depend on the thresholds, so ``decide`` can be re-run cheaply with
-        other thresholds (chapter 9's sliders). Raises ``ValueError`` for a blank question,
-        ``TypeError`` for a malformed ``history`` or ``where``, and whatever the retriever
-        raises (``NotBuiltError``, ``IndexDriftError``, ``EncoderMismatchError``)."""
+        """Condense, retrieve (the retriever's own stages), rerank (ordered, not cut), and
+        find each candidate's best span: everything that does not depend on the thresholds,
+        so ``decide`` can be re-run cheaply on copies with other thresholds (chapter 9's
+        sliders). Raises ``ValueError`` for a blank question, ``TypeError`` for a malformed
+        ``history`` or ``where``, and whatever the retriever raises (``NotBuiltError``,
+        ``IndexDriftError``, ``EncoderMismatchError``)."""
         question = check_query(question)
         trace = []
         t = time.perf_counter()
@@ -379,59 +402,45 @@ class Pipeline:
         trace.append(Stage("condense", time.perf_counter() - t,
                            detail={"input": question, "output": condensed,
                                    "history_turns": len(history or ())}))
-        where = self._where(where)
-        confidence = None
-        if isinstance(self.retriever, HybridRetriever):
-            self.retriever.check()
-            lists = []
-            for name, index in (("dense", self.retriever.dense), ("bm25", self.retriever.bm25)):
-                t = time.perf_counter()
-                hits = index.search(condensed, k=self.depth, where=where)
-                trace.append(_stage(name, t, hits, {"where": where}))
-                lists.append(hits)
-            confidence = lists[0][0].score if lists[0] else None
-            t = time.perf_counter()
-            pool = reciprocal_rank_fusion(lists, k=self.candidates, rrf_k=self.rrf_k,
-                                          weights=self.retriever.weights)
-            trace.append(_stage("fuse", t, pool, {"rrf_k": self.rrf_k}))
-        else:
-            t = time.perf_counter()
-            pool = self.retriever.search(condensed, k=self.candidates, where=where)
-            trace.append(_stage("retrieve", t, pool, {"where": where}))
-            confidence = pool[0].score if pool else None
+        got = self.retriever.retrieve(condensed, k=self.candidates, where=self._where(where))
+        trace += got.stages
+        pool, confidence, kind = list(got.hits), got.confidence, got.confidence_kind
         if self.reranker is not None and pool:
             t = time.perf_counter()
-            # the pipeline's rerank_threshold applies in decide(), so a widget can move it
-            pool = self.reranker.rerank(condensed, pool, k=self.keep)
-            trace.append(_stage("rerank", t, pool))
+            pool = self.reranker.order(condensed, pool, k=self.keep)  # cut in decide()
+            trace.append(trace_stage("rerank", t, pool))
             confidence = pool[0].score if pool else None
+            kind = self.reranker.confidence_kind
         else:
             pool = pool[:self.keep]
         spans: tuple[Span | None, ...] = ()
-        if hasattr(self.reader, "spans") and pool:
+        if hasattr(self.reader, "hit_spans") and pool:  # an extractive reader: spans now
             t = time.perf_counter()
-            spans = tuple(max((s for s in hit_spans(self.reader, condensed, h)
+            spans = tuple(max((s for s in self.reader.hit_spans(condensed, h)
                                if not (self.skip_instructions and instruction_like(s.text))),
                               key=lambda s: s.score, default=None) for h in pool)
             read = [(h.id, s.score) for h, s in zip(pool, spans, strict=True) if s is not None]
             trace.append(Stage("read", time.perf_counter() - t, tuple(i for i, _ in read),
                                tuple(x for _, x in read)))
-        return Prepared(question, condensed, tuple(pool), confidence, spans, tuple(trace))
+        return Prepared(question, condensed, tuple(pool), confidence, kind, spans,
+                        tuple(trace))
 
     # -- stage 5-6: thresholds, reading, escalation ----------------------------------------
-    def decide(self, prep: Prepared, min_score: float | None | str = "pipeline",
-               rerank_threshold: float | None | str = "pipeline") -> Result:
-        """Apply the thresholds and the escalation rules to a ``Prepared`` question; read
-        (for a generative reader) and build the ``Result``. Each threshold is the
-        pipeline's setting unless given (None = off)."""
-        min_score = (self.min_score if min_score == "pipeline"
-                     else check_threshold(min_score, "min_score"))
-        floor = (self.rerank_threshold if rerank_threshold == "pipeline"
-                 else check_threshold(rerank_threshold, "rerank_threshold"))
+    def decide(self, prep: Prepared) -> Result:
+        """Apply this pipeline's thresholds and escalation rules to a ``Prepared`` question:
+        the reranker's cut, ``min_confidence``, the reader's own floor; read (for a generative
+        reader) and build the ``Result``. To try other thresholds, decide on a copy:
+        ``pipeline.with_settings(min_confidence=0.4).decide(prep)``."""
         t = time.perf_counter()
-        kept = [(h, s) for h, s in zip(prep.candidates, prep.spans or [None] * len(
-            prep.candidates), strict=True)
-                if self.reranker is None or floor is None or h.score >= floor]
+        if prep.confidence_kind != self.confidence_kind:
+            raise ValueError(f"this Prepared carries a {prep.confidence_kind} confidence but "
+                             f"this pipeline compares a {self.confidence_kind} one; prepare "
+                             f"it with this pipeline's retriever and reranker")
+        spans = prep.spans or (None,) * len(prep.candidates)
+        passed = ({h.id for h in self.reranker.cut(prep.candidates)}
+                  if self.reranker is not None else None)
+        kept = [(h, s) for h, s in zip(prep.candidates, spans, strict=True)
+                if passed is None or h.id in passed]
 
         def escalate(reason: str, detail: str, extra: Mapping[str, Any] | None = None) -> Result:
             stage = Stage("decide", time.perf_counter() - t, detail={"escalated": reason,
@@ -444,18 +453,19 @@ class Pipeline:
             return escalate("no_candidates", "retrieval found nothing for this question "
                                              "(after filters): hand it to a person")
         if not kept:
-            return escalate("rerank_threshold", f"no candidate scored {floor} or more under "
-                                                f"the reranker")
-        if min_score is not None and (prep.confidence is None or prep.confidence < min_score):
+            return escalate("rerank_threshold", f"no candidate scored "
+                                                f"{self.reranker.min_rerank_score} or more "
+                                                f"under the reranker (min_rerank_score)")
+        floor = self.min_confidence
+        if floor is not None and (prep.confidence is None or prep.confidence < floor):
             best = "no score" if prep.confidence is None else f"{prep.confidence:.3f}"
-            return escalate("low_confidence", f"the best score ({best}) is under the "
-                                              f"threshold {min_score}")
+            return escalate("low_confidence", f"the best {prep.confidence_kind} score ({best}) "
+                                              f"is under min_confidence={floor}")
         hits = [h for h, _ in kept]
         if prep.spans:
             span = max((s for _, s in kept if s is not None), key=lambda s: s.score,
                        default=None)
-            reader_floor = getattr(self.reader, "min_score", None)
-            if span is None or (reader_floor is not None and span.score < reader_floor):
+            if span is None or not self.reader.accepts(span):
                 return escalate("reader_abstained", "the reader found no answer good enough "
                                                     "in the candidates (low_confidence)")
             answer = Answer(span.text, (span.source,), (span.score,))
@@ -505,35 +515,26 @@ class Pipeline:
 
     def calibrate(self, prepared: Sequence[Prepared], questions: Sequence, *,
                   wrong_cost: float = 2.0) -> float | None:
-        """Set ``min_score`` to the value that maximises (right answers − ``wrong_cost`` ×
-        wrong answers) over ``prepared`` questions (labelled: ``gold`` doc ids, empty when
-        unanswerable), try every observed confidence; return it. Calibrate on dev, report
-        on test."""
+        """Set ``min_confidence`` (and ``min_confidence_kind``) to the value that maximises
+        (right answers − ``wrong_cost`` × wrong answers) over ``prepared`` questions
+        (labelled: ``gold`` doc ids, empty when unanswerable), trying every observed
+        confidence; return it. Calibrate on dev, report on test."""
         if len(prepared) != len(questions) or not prepared:
             raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
                              f"{len(questions)}")
         grid = sorted({p.confidence for p in prepared if p.confidence is not None})
         best, best_value = None, -math.inf
         for th in [None, *grid]:
+            trial = self.with_settings(min_confidence=th, min_confidence_kind=None)
             counts = {"right": 0, "wrong": 0, "escalated": 0}
             for p, q in zip(prepared, questions, strict=True):
-                counts[outcome(self.decide(p, min_score=th), q.gold)] += 1
+                counts[outcome(trial.decide(p), q.gold)] += 1
             value = counts["right"] - wrong_cost * counts["wrong"]
             if value > best_value:
                 best, best_value = th, value
-        self.min_score = best
+        self.min_confidence = best
+        self.min_confidence_kind = None if best is None else self.confidence_kind
         return best
-
-    def __repr__(self) -> str:
-        return (f"Pipeline({type(self.retriever).__name__}, reranker="
-                f"{type(self.reranker).__name__ if self.reranker else None}, reader="
-                f"{type(self.reader).__name__}, min_score={self.min_score})")
-
-
-def _stage(name: str, t: float, hits: Sequence[Hit], detail=None) -> Stage:
-    return Stage(name, time.perf_counter() - t, tuple(h.id for h in hits[:10]),
-                 tuple(round(h.score, 6) for h in hits[:10]),
-                 {"count": len(hits), **(detail or {})})
 
 
 def outcome(result: Result, gold: Sequence[str]) -> str:
@@ -549,29 +550,17 @@ def with_history(question) -> tuple[str, list | None]:
     return question.text, (list(question.turns) or None)
 
 
-__all__ += ["with_history"]
-
-
-class CachedPipeline:
+class CachedPipeline(Component):
     """``Pipeline.ask`` with an answer cache for exact repeats: the key is the *condensed*
     question (so "and on free?" after different conversations are different keys) and the
-    filter; entries expire after ``ttl`` seconds (default 300); the namespace covers the
-    corpus, the models, the reader and the thresholds."""
+    filter; entries expire after ``ttl`` seconds (default 300); the namespace is the
+    pipeline's ``fingerprint``: its corpus, every component's settings and models, its
+    thresholds — change any and the cache misses."""
 
     def __init__(self, pipeline: Pipeline, ttl: float | None = 300.0,
                  path: str | Path | None = None):
-        self.pipeline = pipeline
-        self.cache = Cache("answers", self._namespace(), ttl, path)
-
-    def _namespace(self) -> str:
-        p = self.pipeline
-        reader = p.reader
-        return "|".join([identity(p.retriever), type(reader).__name__,
-                         str(getattr(reader, "min_score", None)),
-                         str(getattr(reader, "rank_weight", 0.0)),
-                         str(getattr(getattr(reader, "encoder", None), "fingerprint", "")),
-                         type(p.reranker).__name__, str(p.min_score), str(p.rerank_threshold),
-                         str(p.exclude_superseded), str(p.keep), str(p.candidates)])
+        self.pipeline, self.ttl, self.path = pipeline, ttl, path
+        self.cache = Cache("answers", pipeline.fingerprint, ttl, path)
 
     def ask(self, question: str, history=None, where=None) -> Result:
         """``Pipeline.ask``, answered from the cache when the same condensed question and filter
@@ -579,7 +568,7 @@ class CachedPipeline:
         question = check_query(question)
         condensed = (self.pipeline.condenser.condense(question, history) if history
                      else question)
-        self.cache.namespace = self._namespace()
+        self.cache.namespace = self.pipeline.fingerprint
         key = Cache.key(condensed, validate_where(where))
         hit = self.cache.get(key)
         if hit is not None:
@@ -606,6 +595,3 @@ def gold_ranks(trace: Sequence, gold) -> dict[str, int | None]:
         if name != "condense":
             ranks[name] = next((r for r, i in enumerate(ids, 1) if i in gold), None)
     return ranks
-
-
-__all__ += ["gold_ranks"]

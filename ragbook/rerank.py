@@ -12,6 +12,7 @@ chapter 6; no cross-encoder ships in a pip package).
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -21,9 +22,17 @@ import numpy as np
 
 from . import models
 from .chunking import sliding_windows
+from .component import Component
 from .embeddings import Encoder
-from .retrieval import check_k, check_query, check_threshold, validate_where
-from .types import Hit
+from .retrieval import (
+    BaseRetriever,
+    check_k,
+    check_query,
+    check_threshold,
+    trace_stage,
+    validate_where,
+)
+from .types import Hit, Retrieved
 
 __all__ = ["CrossEncoderReranker", "RerankedRetriever", "WindowScorer", "windows",
            "word_window_spans", "max_window_scores", "rerank_positions", "candidates_within_budget"]
@@ -95,12 +104,13 @@ def candidates_within_budget(ms_per_pair: float, budget_ms: float, available: in
     return min(int(available), int(budget_ms // ms_per_pair))
 
 
-class WindowScorer:
+class WindowScorer(Component):
     """Offline stand-in for a cross-encoder: score(q, p) = max over p's windows of the
     cosine between q and the window, both embedded by the bi-encoder. Window vectors go
     through the Encoder's disk cache, so a candidate is only ever embedded once."""
 
     def __init__(self, encoder=None, size: int = 100, overlap: int = 50):
+        word_window_spans(size + 1, size, overlap)  # checks size >= 1, 0 <= overlap < size
         self.encoder = encoder if encoder is not None else Encoder()
         self.size, self.overlap = size, overlap
 
@@ -122,30 +132,45 @@ class WindowScorer:
         return np.asarray(max_window_scores(per_window), dtype=np.float32)
 
 
-class CrossEncoderReranker:
-    """Rerank hits with a pair-scoring model; ``threshold`` drops candidates scoring below
-    it, so a query can get nothing back (better than a confident wrong answer).
+class CrossEncoderReranker(Component):
+    """Rerank hits with a pair-scoring model; ``min_rerank_score`` drops candidates scoring
+    below it, so a query can get nothing back (better than a confident wrong answer). It is
+    the only rerank cut in the package: a pipeline applies it through ``cut``.
 
     ``model`` is anything with ``predict(pairs, batch_size=...)``; by default the
-    ``cross_encoder`` role of the active profile, loaded once per process. Each call's
-    wall time is kept in ``latencies_`` (seconds), the last in ``last_latency_s``.
+    ``cross_encoder`` role of the active profile (or ``profile``), loaded on first use. Each
+    call's wall time is kept in ``latencies_`` (seconds), the last in ``last_latency_s``.
+    Its scores are of ``confidence_kind = "rerank"``: the model's own scale.
     """
 
-    def __init__(self, model=None, *, batch_size: int = 32, threshold: float | None = None,
-                 profile: str | None = None):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self._model, self.batch_size, self.profile = model, batch_size, profile
-        self.threshold = check_threshold(threshold, "threshold")
+    confidence_kind = "rerank"
+
+    def __init__(self, model=None, *, batch_size: int = 32,
+                 min_rerank_score: float | None = None, profile: str | None = None):
+        self._model, self.profile = model, profile
+        self.batch_size = check_k(batch_size, "batch_size")
+        self.min_rerank_score = check_threshold(min_rerank_score, "min_rerank_score")
         self.latencies_: list[float] = []
+
+    def _fingerprint_extra(self) -> dict:
+        if self._model is not None:  # given (or loaded): its own settings say what it is
+            return {}
+        spec = models.resolve("cross_encoder", self.profile)
+        return {"model": spec.name, "weights": models.weights_digest(spec)}
 
     @property
     def model(self):
         """The cross-encoder, loaded on first use (``ModelUnavailableError`` in a profile without
         one, with what to install)."""
-        if self._model is None:
-            self._model = models.load("cross_encoder", self.profile)
-        return self._model
+        if self._model is not None:
+            return self._model
+        if getattr(self, "_loaded", None) is None:  # not a setting: the profile's model
+            self._loaded = models.load("cross_encoder", self.profile)
+        return self._loaded
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The range of this reranker's scores (unbounded: a model's logits)."""
+        return -math.inf, math.inf
 
     def score(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
         """The model's score for each (query, hit text) pair, in input order."""
@@ -155,25 +180,37 @@ class CrossEncoderReranker:
         return np.asarray(self.model.predict(pairs, batch_size=self.batch_size,
                                              show_progress_bar=False), dtype=np.float32).ravel()
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5,
-               threshold: float | None = None) -> list[Hit]:
-        """The ``k`` best hits by the model's score (ranks renumbered from 1), dropping any
-        below ``threshold`` (or the reranker's)."""
+    def order(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """The ``k`` best hits by the model's score, ranks renumbered from 1 — no cut yet
+        (``cut`` applies ``min_rerank_score``; ``rerank`` does both)."""
         k, query = check_k(k), check_query(query)
         t = time.perf_counter()
         scores = self.score(query, hits)
         self.last_latency_s = time.perf_counter() - t
         self.latencies_.append(self.last_latency_s)
-        floor = self.threshold if threshold is None else check_threshold(threshold, "threshold")
         by_rank = sorted(range(len(hits)), key=lambda i: hits[i].rank)  # ties: retrieval order
-        kept = [by_rank[j] for j in rerank_positions([scores[i] for i in by_rank], k, floor)]
+        kept = [by_rank[j] for j in rerank_positions([scores[i] for i in by_rank], k)]
         return [replace(hits[i], score=float(scores[i]), rank=r) for r, i in enumerate(kept, 1)]
 
+    def cut(self, hits: Sequence[Hit]) -> list[Hit]:
+        """The reranked ``hits`` scoring at least ``min_rerank_score`` (all of them when it
+        is None). ``hits`` come from ``order``, best first, so ranks stay 1, 2, ..."""
+        floor = self.min_rerank_score
+        return [h for h in hits if floor is None or h.score >= floor]
 
-class RerankedRetriever:
+    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """The ``k`` best hits by the model's score (ranks renumbered from 1), dropping any
+        below ``min_rerank_score``: ``cut(order(query, hits, k))``."""
+        return self.cut(self.order(query, hits, k))
+
+
+class RerankedRetriever(BaseRetriever):
     """A first-stage retriever followed by a reranker, as one ``Retriever``: fetch
     ``candidates`` hits (filtered by ``where`` inside the first stage), rerank them, return
-    the best ``k``. Its corpus is the first stage's, so it shares its fingerprint."""
+    the best ``k``. Its corpus is the first stage's, so it shares its corpus fingerprint;
+    its confidence is the reranker's best score (``confidence_kind = "rerank"``)."""
+
+    confidence_kind = "rerank"
 
     def __init__(self, retriever, reranker: CrossEncoderReranker | None = None,
                  candidates: int = 50):
@@ -183,9 +220,23 @@ class RerankedRetriever:
 
     def search(self, query: str, k: int = 10, where=None) -> list[Hit]:
         """The best ``k`` (the number of results) of the first stage's ``candidates``."""
+        return list(self.retrieve(query, k, where).hits)
+
+    def retrieve(self, query: str, k: int = 10, where=None) -> Retrieved:
+        """The first stage's ``retrieve`` (its stages kept) followed by a ``rerank`` stage;
+        the confidence is the best reranked score."""
         k, query, where = check_k(k), check_query(query), validate_where(where)
-        pool = self.retriever.search(query, k=max(k, self.candidates), where=where)
-        return self.reranker.rerank(query, pool, k=k)
+        first = self.retriever.retrieve(query, k=max(k, self.candidates), where=where)
+        t = time.perf_counter()
+        hits = self.reranker.rerank(query, list(first.hits), k=k)
+        stage = trace_stage("rerank", t, hits, {"min_rerank_score":
+                                                self.reranker.min_rerank_score})
+        return Retrieved(tuple(hits), first.stages + (stage,),
+                         hits[0].score if hits else None, self.confidence_kind)
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The reranker's score range."""
+        return self.reranker.confidence_bounds()
 
     def __len__(self) -> int:
         return len(self.retriever)

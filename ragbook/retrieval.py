@@ -41,7 +41,7 @@ __all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFID
            "matches", "translate_where", "record", "records_from", "index_text", "make_hit",
            "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
 
 
 class NotBuiltError(RuntimeError):
@@ -416,12 +416,16 @@ def make_hit(rec: Mapping[str, Any], score: float, rank: int) -> Hit:
 
 
 def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
-    """A short hash of the items' ids and indexed texts (context included), in order: equal
-    fingerprints mean the same corpus, and it changes when any id or any text changes."""
+    """A short hash of the items' ids, indexed texts (context included) and metadata, in
+    order: equal fingerprints mean the same corpus, and it changes when any id, text or
+    metadata value changes (a page marked superseded is a different corpus for a cache)."""
     h = hashlib.sha256()
     for r in records:
         h.update(r["id"].encode("utf-8", "surrogatepass") + b"\0")
         h.update(hashlib.sha256(index_text(r).encode("utf-8", "surrogatepass")).digest())
+        meta = json.dumps(r.get("metadata") or {}, sort_keys=True, ensure_ascii=False,
+                          default=str)
+        h.update(hashlib.sha256(meta.encode("utf-8", "surrogatepass")).digest())
     return f"{len(records)}:{h.hexdigest()[:16]}"
 
 

@@ -24,13 +24,14 @@ from . import chunking, cost, evaluate, similarity
 from .expansion import SentenceWindowRetriever
 from .fusion import reciprocal_rank_fusion
 from .pipeline import outcome
-from .retrieval import check_k, check_threshold
+from .retrieval import check_k
 from .types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
-           "similarity_rankings", "similarity_playground", "TopK", "topk_explorer",
+           "similarity_rankings", "similarity_playground", "polar", "TopK", "topk_explorer",
            "FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer",
            "threshold_counts", "threshold_curve", "ThresholdExplorer", "threshold_explorer",
+           "varied",
            "WindowSweep", "window_explorer"]
 
 
@@ -181,7 +182,13 @@ def similarity_rankings(query, docs) -> dict[str, list[int]]:
             "euclidean": [int(i) for i in np.argsort(similarity.euclidean(q, D)[0], kind="stable")]}
 
 
-def _polar(angle_deg: float, length: float) -> np.ndarray:
+def polar(angle_deg: float, length: float) -> np.ndarray:
+    """The 2-d vector of ``length`` at ``angle_deg`` degrees from the x axis (chapter 2's
+    toy embeddings: the angle is the topic, the length what cosine ignores).
+
+    >>> polar(90, 2.0).round(6).tolist()
+    [0.0, 2.0]
+    """
     a = math.radians(angle_deg)
     return np.array([length * math.cos(a), length * math.sin(a)])
 
@@ -201,8 +208,8 @@ def similarity_playground():
     out = W.Output()
 
     def show(**v):
-        q = _polar(v["query_angle"], v["query_length"])
-        docs = [_polar(v[f"{n}_angle"], v[f"{n}_length"]) for n in "ABC"]
+        q = polar(v["query_angle"], v["query_length"])
+        docs = [polar(v[f"{n}_angle"], v[f"{n}_length"]) for n in "ABC"]
         ranks = similarity_rankings(q, docs)
         out.clear_output(wait=True)
         with out:
@@ -377,57 +384,59 @@ def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
 
 # -- chapter 9: thresholds -----------------------------------------------------------------
 
-def _with_reader_floor(pipeline, reader_min_score):
-    """``pipeline`` itself, or a shallow copy whose reader (also copied) has ``min_score``
-    set: the original pipeline and reader are never changed."""
-    import copy
+def varied(pipeline, min_confidence="pipeline", min_span_score="pipeline",
+           min_rerank_score="pipeline"):
+    """A copy of ``pipeline`` with other thresholds — each one where it lives: the pipeline's
+    ``min_confidence``, its reader's ``min_span_score``, its reranker's ``min_rerank_score``
+    (the reader and reranker are copied with ``with_settings``; nothing is changed in place).
+    ``"pipeline"`` keeps a setting as it is, None turns it off."""
+    changes: dict = {}
+    if not (isinstance(min_confidence, str) and min_confidence == "pipeline"):
+        changes.update(min_confidence=min_confidence, min_confidence_kind=None)
+    if not (isinstance(min_span_score, str) and min_span_score == "pipeline"):
+        changes["reader"] = pipeline.reader.with_settings(min_span_score=min_span_score)
+    if not (isinstance(min_rerank_score, str) and min_rerank_score == "pipeline"):
+        if pipeline.reranker is None:
+            raise ValueError("this pipeline has no reranker, so there is no min_rerank_score "
+                             "to vary; leave min_rerank_score='pipeline'")
+        changes["reranker"] = pipeline.reranker.with_settings(min_rerank_score=min_rerank_score)
+    return pipeline.with_settings(**changes) if changes else pipeline
 
-    if isinstance(reader_min_score, str) and reader_min_score == "pipeline":
-        return pipeline
-    if not hasattr(pipeline.reader, "min_score"):
-        raise ValueError(f"{type(pipeline.reader).__name__} has no min_score to set; leave "
-                         f"reader_min_score='pipeline'")
-    p = copy.copy(pipeline)
-    p.reader = copy.copy(pipeline.reader)
-    p.reader.min_score = check_threshold(reader_min_score, "reader_min_score")
-    return p
 
-
-def threshold_counts(pipeline, prepared: Sequence, questions: Sequence, min_score=None,
-                     reader_min_score="pipeline", rerank_threshold="pipeline") -> dict:
-    """Right / wrong / escalated counts of ``pipeline.decide`` over cached ``prepare``
-    outputs (one per labelled question, ``gold`` = the documents that answer it) at one
-    setting of the thresholds: exactly what ``Pipeline.ask`` would do, without retrieving
-    again. ``"pipeline"`` keeps the pipeline's (or its reader's) own setting; None is off."""
+def threshold_counts(pipeline, prepared: Sequence, questions: Sequence, min_confidence=None,
+                     min_span_score="pipeline", min_rerank_score="pipeline") -> dict:
+    """Right / wrong / escalated counts of ``decide`` over cached ``prepare`` outputs (one
+    per labelled question, ``gold`` = the documents that answer it) at one setting of the
+    thresholds (``varied``): exactly what ``Pipeline.ask`` of that copy would do, without
+    retrieving again."""
 
     if len(prepared) != len(questions):
         raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
                          f"{len(questions)}")
-    p = _with_reader_floor(pipeline, reader_min_score)
+    p = varied(pipeline, min_confidence, min_span_score, min_rerank_score)
     counts = {"right": 0, "wrong": 0, "escalated": 0}
     for prep, q in zip(prepared, questions, strict=True):
-        counts[outcome(p.decide(prep, min_score=min_score, rerank_threshold=rerank_threshold),
-                       q.gold)] += 1
-    return {"min_score": min_score, "n": len(questions), **counts}
+        counts[outcome(p.decide(prep), q.gold)] += 1
+    return {"min_confidence": min_confidence, "n": len(questions), **counts}
 
 
 def threshold_curve(pipeline, prepared: Sequence, questions: Sequence, thresholds: Sequence,
-                    reader_min_score="pipeline", rerank_threshold="pipeline") -> list[dict]:
-    """``threshold_counts`` for each ``min_score`` in ``thresholds``: the rows of a
+                    min_span_score="pipeline", min_rerank_score="pipeline") -> list[dict]:
+    """``threshold_counts`` for each ``min_confidence`` in ``thresholds``: the rows of a
     right/wrong/escalated trade-off curve (rates are counts / ``n``).
 
     >>> threshold_curve(p, prepared, dev, [None, 0.4, 0.6])   # doctest: +SKIP
-    [{'min_score': None, 'n': 73, 'right': 41, 'wrong': 31, 'escalated': 1}, ...]
+    [{'min_confidence': None, 'n': 73, 'right': 41, 'wrong': 31, 'escalated': 1}, ...]
     """
-    return [threshold_counts(pipeline, prepared, questions, th, reader_min_score,
-                             rerank_threshold) for th in thresholds]
+    return [threshold_counts(pipeline, prepared, questions, th, min_span_score,
+                             min_rerank_score) for th in thresholds]
 
 
 @dataclass
 class ThresholdExplorer:
     """The chapter 9 threshold dashboard's data: ``pipeline`` + one cached ``Prepared`` per
-    labelled question. ``thresholds`` is the min_score grid of the curve (default: 41 steps
-    over the observed confidences)."""
+    labelled question. ``thresholds`` is the ``min_confidence`` grid of the curve (default:
+    41 steps over the observed confidences)."""
 
     pipeline: object
     prepared: Sequence
@@ -441,66 +450,70 @@ class ThresholdExplorer:
             self.thresholds = [float(x) for x in np.linspace(lo, hi, 41)]
         self._curves: dict = {}
 
-    def stats(self, min_score=None, reader_min_score="pipeline",
-              rerank_threshold="pipeline") -> dict:
+    def stats(self, min_confidence=None, min_span_score="pipeline",
+              min_rerank_score="pipeline") -> dict:
         """Answered right / wrong / escalated counts at one setting of the three thresholds
         ("pipeline" keeps the pipeline's own value), without re-running any model."""
-        return threshold_counts(self.pipeline, self.prepared, self.questions, min_score,
-                                reader_min_score, rerank_threshold)
+        return threshold_counts(self.pipeline, self.prepared, self.questions, min_confidence,
+                                min_span_score, min_rerank_score)
 
-    def curve(self, reader_min_score="pipeline", rerank_threshold="pipeline") -> list[dict]:
-        """``stats`` at every retrieval ``min_score`` of ``thresholds`` (cached per setting of
+    def curve(self, min_span_score="pipeline", min_rerank_score="pipeline") -> list[dict]:
+        """``stats`` at every ``min_confidence`` of ``thresholds`` (cached per setting of
         the other two), for the trade-off plot."""
-        key = (reader_min_score, rerank_threshold)
+        key = (min_span_score, min_rerank_score)
         if key not in self._curves:
             self._curves[key] = threshold_curve(self.pipeline, self.prepared, self.questions,
-                                                self.thresholds, reader_min_score,
-                                                rerank_threshold)
+                                                self.thresholds, min_span_score,
+                                                min_rerank_score)
         return self._curves[key]
 
-    def plot(self, min_score=None, reader_min_score="pipeline", rerank_threshold="pipeline",
+    def plot(self, min_confidence=None, min_span_score="pipeline", min_rerank_score="pipeline",
              ax=None):
-        """Right and wrong rate (and escalated) against min_score, ``min_score`` marked."""
+        """Right and wrong rate (and escalated) against ``min_confidence``, the setting marked."""
         import matplotlib.pyplot as plt
 
-        rows = self.curve(reader_min_score, rerank_threshold)
+        rows = self.curve(min_span_score, min_rerank_score)
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 3.2))
-        x = [r["min_score"] for r in rows]
+        x = [r["min_confidence"] for r in rows]
         for key, style in (("right", "C2-"), ("wrong", "C3-"), ("escalated", "C7--")):
             ax.plot(x, [r[key] / r["n"] for r in rows], style, label=key)
-        if min_score is not None:
-            ax.axvline(min_score, color="black", lw=1)
-        ax.set_xlabel("min_score (best dense cosine)"), ax.set_ylabel("share of questions")
+        if min_confidence is not None:
+            ax.axvline(min_confidence, color="black", lw=1)
+        ax.set_xlabel(f"min_confidence ({self.pipeline.confidence_kind} of the best hit)")
+        ax.set_ylabel("share of questions")
         ax.set_ylim(0, 1), ax.grid(alpha=0.3), ax.legend(fontsize=8)
         return ax
 
 
 def threshold_explorer(explorer: ThresholdExplorer):
-    """Sliders for ``min_score``, the reader's ``min_score`` (extractive readers) and — only
-    when the pipeline has a reranker — ``rerank_threshold``; shows the counts and the curve.
-    The sliders start at the pipeline's settings."""
+    """Sliders for the pipeline's ``min_confidence``, the reader's ``min_span_score``
+    (extractive readers) and — only when the pipeline has a reranker — the reranker's
+    ``min_rerank_score`` (the one rerank cut); shows the counts and the curve. The sliders
+    start at the pipeline's settings."""
     import ipywidgets as W
     import matplotlib.pyplot as plt
 
-    # a slider cannot hold None: "off" is its first position, turned into None in show();
-    # each slider starts at the pipeline's own setting
-    now = explorer.pipeline.min_score
-    grid = sorted(set(explorer.thresholds) | ({now} if now is not None else set()))
-    controls = {"min_score": W.SelectionSlider(options=[("off", "off")] + [(f"{t:.3f}", t)
-                                                                          for t in grid],
-                                               value="off" if now is None else now,
-                                               description="min_score")}
-    if hasattr(explorer.pipeline.reader, "min_score"):
-        now = explorer.pipeline.reader.min_score
-        floors = sorted({round(float(t), 2) for t in np.arange(0.3, 0.81, 0.05)}
-                        | ({now} if now is not None else set()))
-        controls["reader_min_score"] = W.SelectionSlider(
-            options=[("off", "off")] + [(f"{t:.3g}", t) for t in floors],
-            value="off" if now is None else now, description="reader min")
-    if explorer.pipeline.reranker is not None:
-        controls["rerank_threshold"] = W.FloatSlider(value=0.0, min=-1.0, max=1.0, step=0.05,
-                                                     description="rerank ≥")
+    def slider(grid, now, fmt, label):
+        # a slider cannot hold None: "off" is its first position, turned into None in show()
+        grid = sorted(set(grid) | ({now} if now is not None else set()))
+        return W.SelectionSlider(options=[("off", "off")] + [(format(t, fmt), t) for t in grid],
+                                 value="off" if now is None else now, description=label)
+
+    p = explorer.pipeline
+    controls = {"min_confidence": slider(explorer.thresholds,
+                                         p.min_confidence, ".3f", "confidence ≥")}
+    reader_floor = p.reader.settings(deep=False).get("min_span_score", "absent")
+    if reader_floor != "absent":
+        controls["min_span_score"] = slider(
+            {round(float(t), 2) for t in np.arange(0.3, 0.81, 0.05)},
+            reader_floor, ".3g", "span ≥")
+    if p.reranker is not None:
+        seen = [h.score for prep in explorer.prepared for h in prep.candidates]
+        lo, hi = (min(seen), max(seen)) if seen else (0.0, 1.0)
+        controls["min_rerank_score"] = slider(
+            [float(x) for x in np.linspace(lo, hi, 21)],
+            p.reranker.min_rerank_score, ".3f", "rerank ≥")
     out = W.Output()
 
     def show(**values):
@@ -511,8 +524,8 @@ def threshold_explorer(explorer: ThresholdExplorer):
             print(f"right {s['right']} / wrong {s['wrong']} / escalated {s['escalated']} "
                   f"of {s['n']} questions")
             fig, ax = plt.subplots(figsize=(7, 3.2))
-            explorer.plot(values["min_score"], values.get("reader_min_score", "pipeline"),
-                          values.get("rerank_threshold", "pipeline"), ax=ax)
+            explorer.plot(values["min_confidence"], values.get("min_span_score", "pipeline"),
+                          values.get("min_rerank_score", "pipeline"), ax=ax)
             plt.show()
             plt.close(fig)
 

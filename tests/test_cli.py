@@ -113,7 +113,7 @@ def test_eval_bad_jsonl_line_is_one_error(index, tmp_path, capsys):
     (["index", "{tmp}/empty", "--out", "{tmp}/i", "--size", "0"], 2, "--size: must be a whole"),
     (["index", "{tmp}/empty", "--out", "{tmp}/i", "--size", "32", "--overlap", "32"], 2,
      "--overlap 32 must be smaller than --size 32"),
-    (["ask", "{tmp}/missing", "q", "--k", "x"], 2, "--k: must be a whole number"),
+    (["ask", "{tmp}/missing", "q", "--keep", "x"], 2, "--keep: must be a whole number"),
 ])
 def test_errors_are_one_line_with_the_right_exit_code(tmp_path, capsys, argv, code, message):
     (tmp_path / "empty").mkdir()
@@ -162,7 +162,7 @@ def test_ask_answers_with_sources(pipeline, index, capsys):
 
 
 def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys):
-    code, out, _ = run(capsys, "ask", index, ABSENT, "--min-score", "0.3")
+    code, out, _ = run(capsys, "ask", index, ABSENT, "--min-confidence", "0.3")
     assert code == 0  # an escalation is a correct outcome, not a failure
     assert out.startswith("escalated: low_confidence")
     assert "candidates for a human to check:" in out and "  [1] " in out
@@ -170,13 +170,13 @@ def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys)
 
 def test_ask_json_and_trace(pipeline, index, tmp_path, capsys):
     trace = tmp_path / "trace.jsonl"
-    code, out, _ = run(capsys, "ask", index, REFUND, "--json", "--trace", trace, "--k", "3")
+    code, out, _ = run(capsys, "ask", index, REFUND, "--json", "--trace", trace, "--keep", "3")
     assert code == 0
     result = json.loads(out)
     assert result["escalated"] is False and "14-day" in result["answer"]
     assert {"id", "doc_id", "start", "end", "score", "text"} <= set(result["sources"][0])
     assert len(result["candidates"]) <= 3
-    code, _, _ = run(capsys, "ask", index, ABSENT, "--trace", trace, "--min-score", "0.3")
+    code, _, _ = run(capsys, "ask", index, ABSENT, "--trace", trace, "--min-confidence", "0.3")
     lines = trace.read_text().splitlines()
     assert code == 0 and len(lines) == 2
     first, second = (json.loads(line) for line in lines)

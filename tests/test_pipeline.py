@@ -122,7 +122,7 @@ def test_a_bad_trace_line_is_named(tmp_path):
 
 def test_any_retriever_works(hybrid):
     r = Pipeline(hybrid.dense).ask("how long is the refund window for enterprise contracts?")
-    assert [s.name for s in r.trace][:2] == ["condense", "retrieve"] and not r.escalated
+    assert [s.name for s in r.trace][:2] == ["condense", "search"] and not r.escalated
 
 
 # -- every escalation reason --------------------------------------------------------------------
@@ -135,25 +135,31 @@ def test_no_candidates_escalates_with_what_a_human_needs(pipeline):
 def test_low_confidence_escalates_and_keeps_the_candidates(hybrid):
     # A reader that never abstains, so the retrieval floor is what escalates (the default
     # reader's calibrated threshold would abstain on this unanswerable question first).
-    pipeline = Pipeline(hybrid, reader=SentenceReader(min_score=None))
+    pipeline = Pipeline(hybrid, reader=SentenceReader(min_span_score=None))
     prep = pipeline.prepare("do you have a nonprofit discount for a registered charity?")
-    r = pipeline.decide(prep, min_score=prep.confidence + 0.01)
+    r = pipeline.with_settings(min_confidence=prep.confidence + 0.01).decide(prep)
     assert r.reason == "low_confidence" and len(r.candidates) == 5
-    assert not pipeline.decide(prep, min_score=prep.confidence - 0.01).escalated
+    assert "cosine" in r.detail
+    assert not pipeline.with_settings(min_confidence=prep.confidence - 0.01).decide(prep).escalated
 
 
 def test_reader_abstains(hybrid):
-    r = Pipeline(hybrid, reader=SentenceReader(min_score=0.99)).ask("refund window for pro?")
+    r = Pipeline(hybrid, reader=SentenceReader(min_span_score=0.99)).ask("refund window for pro?")
     assert r.reason == "reader_abstained"
 
 
-def test_rerank_threshold(hybrid):
+def test_the_rerankers_min_rerank_score_is_the_one_rerank_cut(hybrid):
     p = Pipeline(hybrid, reranker=CrossEncoderReranker(), candidates=20)
     prep = p.prepare("how long is the refund window for enterprise contracts?")
     assert [s.name for s in prep.trace][-2:] == ["rerank", "read"]
     top = prep.candidates[0].score
-    assert p.decide(prep, rerank_threshold=top + 1e-3).reason == "rerank_threshold"
-    assert not p.decide(prep, rerank_threshold=top - 1e-3).escalated
+
+    def with_floor(x):
+        return p.with_settings(reranker=p.reranker.with_settings(min_rerank_score=x))
+
+    assert with_floor(top + 1e-3).decide(prep).reason == "rerank_threshold"
+    assert not with_floor(top - 1e-3).decide(prep).escalated
+    assert p.reranker.min_rerank_score is None                    # the copy changed, not p
 
 
 def test_superseded_pages_are_filtered_or_escalated(hybrid):
@@ -191,23 +197,27 @@ def test_calibrate_on_dev_never_does_worse_than_no_threshold(pipeline):
     prepared = [pipeline.prepare(*with_history(q)) for q in dev]
 
     def value(th):
-        outs = [outcome(pipeline.decide(p, min_score=th), q.gold)
-                for p, q in zip(prepared, dev, strict=True)]
+        trial = pipeline.with_settings(min_confidence=th)
+        outs = [outcome(trial.decide(p), q.gold) for p, q in zip(prepared, dev, strict=True)]
         return outs.count("right") - 2 * outs.count("wrong")
 
-    saved = pipeline.min_score
+    saved = pipeline.min_confidence, pipeline.min_confidence_kind
     try:
         th = pipeline.calibrate(prepared, dev)
-        assert pipeline.min_score == th
+        assert pipeline.min_confidence == th
+        assert th is None or pipeline.min_confidence_kind == "cosine"
     finally:
-        pipeline.min_score = saved
+        pipeline.min_confidence, pipeline.min_confidence_kind = saved
     assert th is None or any(math.isclose(th, p.confidence) for p in prepared)
     assert value(th) >= value(None)
 
 
 @pytest.mark.parametrize("kwargs, message", [({"candidates": 0}, "candidates"),
-                                             ({"min_score": math.nan}, "min_score"),
-                                             ({"rerank_threshold": "high"}, "rerank_threshold")])
+                                             ({"min_confidence": math.nan}, "min_confidence"),
+                                             ({"min_confidence": 2.0}, "outside"),
+                                             ({"min_confidence": 0.5,
+                                               "min_confidence_kind": "rrf"}, "a rrf threshold"),
+                                             ({"min_confidence_kind": "cosines"}, "one of")])
 def test_bad_settings(hybrid, kwargs, message):
     with pytest.raises(ValueError, match=message):
         Pipeline(hybrid, **kwargs)
@@ -227,4 +237,6 @@ def test_result_round_trips_and_outcome():
                reason="no_candidates")
     assert Result.from_dict(json.loads(json.dumps(r.to_dict()))) == r
     assert outcome(r, ["a"]) == "escalated"
-    assert isinstance(Prepared("q", "q", (), None, (), ()), Prepared)
+    nothing = Prepared("q", "q", (), None, "cosine", (), ())
+    assert Pipeline(HybridRetriever(DenseIndex(Encoder()), BM25Index()),
+                    reader=SentenceReader()).decide(nothing).reason == "no_candidates"
