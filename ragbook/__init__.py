@@ -9,7 +9,9 @@ model or an index is first used, so ``import ragbook`` stays fast.
 """
 from . import models
 from .bm25 import BM25Index, Tokenizer
+from .cache import Cache, CachedRetriever
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
+from .component import Component
 from .cost import Workload
 from .datasets import (
                   generate_tickets,
@@ -35,6 +37,7 @@ from .llm import (
                   get_llm,
 )
 from .models import ModelUnavailableError, active_profile
+from .pipeline import CachedPipeline, LLMCondenser, Pipeline, Prepared, Result, RuleCondenser
 from .readers import (
                   NOT_IN_CONTEXT,
                   ExtractiveReader,
@@ -43,13 +46,25 @@ from .readers import (
                   default_extractive_reader,
                   instruction_like,
 )
-from .rerank import CrossEncoderReranker, WindowScorer
-from .types import Answer, Chunk, Document, Hit
+from .rerank import CrossEncoderReranker, RerankedRetriever, WindowScorer
+from .retrieval import (
+                  CONFIDENCE_KINDS,
+                  BaseRetriever,
+                  CorruptIndexError,
+                  NotBuiltError,
+                  Retriever,
+                  VectorStore,
+)
+from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Answer", "Chunk", "Document", "Hit",
+    "Answer", "Chunk", "Document", "Hit", "Retrieved", "Stage",
+    "Component", "Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
+    "NotBuiltError", "CorruptIndexError",
+    "Pipeline", "Prepared", "Result", "RuleCondenser", "LLMCondenser", "CachedPipeline",
+    "Cache", "CachedRetriever", "RerankedRetriever",
     "Encoder", "PrefixScheme", "PREFIXES", "ModelUnavailableError", "active_profile", "models",
     "Workload", "RecursiveSplitter", "chunk_documents", "sliding_window_chunks", "window_count",
     "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
