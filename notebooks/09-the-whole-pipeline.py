@@ -24,7 +24,6 @@
 # or hands over, with the threshold chosen on one split and reported on another.
 
 # %%
-import copy
 import json
 import random
 import re
@@ -45,7 +44,7 @@ from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, run_from
 from ragbook.fusion import HybridRetriever, reciprocal_rank_fusion
 from ragbook.pipeline import (LLMCondenser, Pipeline, RuleCondenser, gold_ranks, outcome,
                               read_traces, with_history)
-from ragbook.readers import SentenceReader, instruction_like
+from ragbook.readers import instruction_like
 
 hc = load_helpcentre()
 encoder = Encoder()
@@ -54,10 +53,12 @@ hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
 pipeline = Pipeline(hybrid)
 print(f"profile: {models.active_profile()}; {len(chunks)} help-centre chunks in both indexes")
 print(pipeline)
-print(f"depth {pipeline.depth} per channel, RRF k = {pipeline.rrf_k:g}, {pipeline.candidates} fused "
-      f"candidates, the reader reads {pipeline.keep}; superseded pages excluded: {pipeline.exclude_superseded}")
+print(f"the hybrid's own settings: depth {hybrid.depth} per channel, RRF k = {hybrid.rrf_k:g}; the pipeline asks it "
+      f"for {pipeline.candidates} candidates, the reader reads {pipeline.keep}; superseded pages excluded: "
+      f"{pipeline.exclude_superseded}")
 print(f"reader: {type(pipeline.reader).__name__}, abstains when its best sentence scores under "
-      f"min_score={pipeline.reader.min_score}")
+      f"min_span_score={pipeline.reader.min_span_score}")
+print(f"confidence the pipeline's min_confidence compares: {pipeline.confidence_kind}")
 
 
 def question(qid):
@@ -102,14 +103,18 @@ print(f"\nanswer: {answer.text!r} (from {answer.source})")
 # %% [markdown]
 # The confidence the low-confidence rule will compare is the dense channel's best cosine, not
 # the fused score: an RRF score only says where a passage ranked in each list, so it looks the
-# same for a question the corpus answers well and for the best of a bad lot. Now the same
-# through the package:
+# same for a question the corpus answers well and for the best of a bad lot. The hybrid says
+# so itself: its `retrieve` returns the hits, the stages that made them and a confidence of a
+# named kind (`confidence_kind`); the pipeline never opens the retriever, it only reads that.
+# Now the same through the package:
 
 # %%
 prep = pipeline.prepare(q_text)
 result = pipeline.decide(prep)
+print("stages the hybrid reported:", [s.name for s in prep.trace[1:4]],
+      f"({prep.trace[1].detail['count']} and {prep.trace[2].detail['count']} hits, its own depth)")
 assert [h.id for h in prep.candidates] == [h.id for h in handed]
-assert prep.confidence == dense[0].score
+assert prep.confidence == dense[0].score and prep.confidence_kind == "cosine"
 assert result.answer.text == answer.text and result.sources[0].id == answer.source
 doc_id, start, end = result.answer_span
 print(f"same 5 candidates, same answer; confidence {prep.confidence:.3f}")
@@ -257,7 +262,7 @@ print(f"ask() condenses by itself; its trace logs the query it searched with: {r
 # ## 4 · When not to answer
 #
 # `decide` escalates instead of answering when retrieval found nothing, when the confidence is
-# under `min_score` (section 5), when the reader finds nothing good enough, when two sources
+# under `min_confidence` (section 5), when the reader finds nothing good enough, when two sources
 # contradict each other, and when the answer would come from a retired page. An escalation
 # carries the reason, a sentence for the person taking over, and the candidates.
 #
@@ -397,16 +402,17 @@ for text in attacks:
 # ## 5 · Thresholds: right, wrong, or hand it over
 #
 # Answering is a bet. A wrong answer sent to a customer costs more than a hand-over to an agent;
-# the pipeline counts a wrong answer as twice as bad (`wrong_cost=2`) and chooses `min_score`, the
-# floor on the best dense cosine, to maximise right − 2·wrong. *Right* means answered from a gold
+# the pipeline counts a wrong answer as twice as bad (`wrong_cost=2`) and chooses `min_confidence`,
+# the floor on the best dense cosine, to maximise right − 2·wrong. *Right* means answered from a gold
 # page; any answer to an unanswerable question is *wrong*. The threshold is chosen on dev and
 # reported on test, with 95% bootstrap intervals. Each question is prepared once; every threshold
-# is then a `decide` away.
+# is then a `decide` away — on a copy of the pipeline with that threshold (`with_settings`).
 
 # %%
-def rates(p, prepared, questions, min_score):
+def rates(p, prepared, questions, min_confidence):
     """{outcome: (mean, low, high)} over the questions, with a 95% bootstrap interval."""
-    outs = [outcome(p.decide(x, min_score=min_score), q.gold) for x, q in zip(prepared, questions)]
+    trial = p.with_settings(min_confidence=min_confidence, min_confidence_kind=None)
+    outs = [outcome(trial.decide(x), q.gold) for x, q in zip(prepared, questions)]
     return {o: bootstrap_ci([x == o for x in outs]) for o in ("right", "wrong", "escalated")}
 
 
@@ -420,9 +426,9 @@ hc_prepared = {"dev": [pipeline.prepare(*with_history(q)) for q in hc_dev],
                "test": [pipeline.prepare(*with_history(q)) for q in hc_test]}
 hc_threshold = pipeline.calibrate(hc_prepared["dev"], hc_dev)
 print(f"help centre: {len(hc_dev)} dev and {len(hc_test)} test questions prepared in "
-      f"{time.perf_counter() - t0:.1f} s; min_score calibrated on dev: {fmt(hc_threshold)}")
+      f"{time.perf_counter() - t0:.1f} s; min_confidence calibrated on dev: {fmt(hc_threshold)}")
 hc_rates = {label: rates(pipeline, hc_prepared["test"], hc_test, th)
-            for label, th in (("no threshold", None), (f"min_score {fmt(hc_threshold)}", hc_threshold))}
+            for label, th in (("no threshold", None), (f"min_confidence {fmt(hc_threshold)}", hc_threshold))}
 for label, r in hc_rates.items():
     show_rates(f"help centre test, {label}", r)
 unanswerable = [(x, q) for x, q in zip(hc_prepared["test"], hc_test) if not q.gold]
@@ -452,14 +458,14 @@ py_prepared = {"train": [py_pipeline.prepare(q.text) for q in py_train],
                "test": [py_pipeline.prepare(q.text) for q in py_test]}
 py_threshold = py_pipeline.calibrate(py_prepared["train"], py_train)
 print(f"python docs: {len(py_hybrid):,} sections; {len(py_train)} train and {len(py_test)} test questions "
-      f"prepared in {time.perf_counter() - t0:.1f} s; min_score calibrated on train: {fmt(py_threshold)}")
+      f"prepared in {time.perf_counter() - t0:.1f} s; min_confidence calibrated on train: {fmt(py_threshold)}")
 py_rates = {label: rates(py_pipeline, py_prepared["test"], py_test, th)
-            for label, th in (("no threshold", None), (f"min_score {fmt(py_threshold)}", py_threshold))}
+            for label, th in (("no threshold", None), (f"min_confidence {fmt(py_threshold)}", py_threshold))}
 for label, r in py_rates.items():
     show_rates(f"python docs test, {label}", r)
 py_lenient = py_pipeline.calibrate(py_prepared["train"], py_train, wrong_cost=1.0)
-show_rates(f"  (wrong_cost 1: min_score {fmt(py_lenient)})", rates(py_pipeline, py_prepared["test"], py_test, py_lenient))
-py_pipeline.min_score = py_threshold
+show_rates(f"  (wrong_cost 1: min_confidence {fmt(py_lenient)})", rates(py_pipeline, py_prepared["test"], py_test, py_lenient))
+py_pipeline.calibrate(py_prepared["train"], py_train)   # back to wrong_cost 2
 
 # %% [markdown]
 # On the Python docs the pipeline answers from the one labelled section less than half the
@@ -484,7 +490,7 @@ explorers = {"help centre test": ThresholdExplorer(pipeline, hc_prepared["test"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharey=True)
 for ax, (name, ex), th in zip(axes, explorers.items(), (hc_threshold, py_threshold)):
     ex.plot(th, ax=ax)
-    ax.set_title(f"{name}: {len(ex.questions)} questions, calibrated min_score {fmt(th)}")
+    ax.set_title(f"{name}: {len(ex.questions)} questions, calibrated min_confidence {fmt(th)}")
 plt.tight_layout()
 plt.show()
 
@@ -492,15 +498,17 @@ plt.show()
 # ### Try it: the thresholds
 #
 # On the help-centre dev questions (where thresholds are chosen; test stays for reporting). Two
-# sliders: `min_score`, the floor on retrieval's confidence, and the reader's own floor, the
-# best sentence's cosine (starting at the value the package ships, printed at the top). There is no
-# `rerank_threshold` slider: it acts on a reranker's scores, and offline the pipeline has no
-# reranker (chapter 6: the window scorer measured worse than none). With the standard profile's
-# cross-encoder, `Pipeline(hybrid, reranker=CrossEncoderReranker())` gets the slider too.
+# sliders, each moving the one setting it names on a copy of the pipeline: the pipeline's
+# `min_confidence`, the floor on retrieval's confidence, and the reader's `min_span_score`, the
+# best sentence's cosine (starting at the value the package ships, printed at the top). There is
+# no rerank slider: the one rerank cut is the reranker's own `min_rerank_score`, and offline the
+# pipeline has no reranker (chapter 6: the window scorer measured worse than none). With the
+# standard profile's cross-encoder, `Pipeline(hybrid, reranker=CrossEncoderReranker())` gets
+# that slider too.
 
 # %%
 dev_explorer = ThresholdExplorer(pipeline, hc_prepared["dev"], hc_dev)
-print(dev_explorer.stats(pipeline.min_score))   # where the sliders start: the calibrated threshold
+print(dev_explorer.stats(pipeline.min_confidence))   # where the sliders start: the calibrated threshold
 threshold_explorer(dev_explorer)
 
 # %% [markdown]
@@ -513,10 +521,10 @@ threshold_explorer(dev_explorer)
 # %%
 def uncached(pipe):
     """The same indexes and reader, embedding every query and sentence afresh."""
-    dense_cold = copy.copy(pipe.retriever.dense)          # same vectors, an encoder without cache
-    dense_cold.encoder = Encoder(cache=False, show_progress=False)
-    return Pipeline(HybridRetriever(dense_cold, pipe.retriever.bm25),
-                    reader=SentenceReader(Encoder(cache=False, show_progress=False)))
+    cold = Encoder(cache=False, show_progress=False)
+    dense_cold = pipe.retriever.dense.with_settings(encoder=cold)   # same vectors, no cache
+    return Pipeline(pipe.retriever.with_settings(dense=dense_cold),
+                    reader=pipe.reader.with_settings(encoder=cold))
 
 
 stage_ms = {}
@@ -545,7 +553,7 @@ for name, ms in stage_ms.items():
 # numbers this run measured, printed from the variables above:
 
 # %%
-hc_cal, py_cal = hc_rates[f"min_score {fmt(hc_threshold)}"], py_rates[f"min_score {fmt(py_threshold)}"]
+hc_cal, py_cal = hc_rates[f"min_confidence {fmt(hc_threshold)}"], py_rates[f"min_confidence {fmt(py_threshold)}"]
 print("built: Pipeline = condense -> dense + BM25 -> RRF -> cut to 5 -> read -> decide, "
       "with a JSON-lines trace per question")
 print(f"follow-ups ({len(follow_ups)}), recall@10: " + ", ".join(
@@ -553,7 +561,7 @@ print(f"follow-ups ({len(follow_ups)}), recall@10: " + ", ".join(
 print(f"conflicts caught: {caught} of {len(conflict_qs)}, false alarms {false_alarms} of {len(others)}; "
       f"superseded pages as candidates with the filter off: {trap_in} of {len(traps)} trap questions, with it: 0")
 for name, th, r in (("help centre", hc_threshold, hc_cal), ("python docs", py_threshold, py_cal)):
-    print(f"{name} test at min_score {fmt(th)}: " + ", ".join(
+    print(f"{name} test at min_confidence {fmt(th)}: " + ", ".join(
         f"{o} {m:.2f} [{lo:.2f}, {hi:.2f}]" for o, (m, lo, hi) in r.items()))
 print("median ms per stage, uncached: " + "; ".join(
     f"{name}: dense {ms['dense']:.0f}, bm25 {ms['bm25']:.0f}, read {ms['read']:.0f}" for name, ms in stage_ms.items()))

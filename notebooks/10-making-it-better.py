@@ -40,7 +40,7 @@ import numpy as np
 
 from ragbook import Encoder, models
 from ragbook.bm25 import BM25Index
-from ragbook.cache import CachedRetriever, identity
+from ragbook.cache import CachedRetriever
 from ragbook.chunking import chunk_documents, count_tokens
 from ragbook.contextual import LLMContext, contexts_for, section_path, title_context
 from ragbook.datasets import data_dir, load_helpcentre, load_pydocs
@@ -572,15 +572,15 @@ trap_delta = paired_bootstrap(above["no filter"], above["status = current"])
 # under each answer says whether the shipped threshold would have held it back:
 
 # %%
-shipped_floor = default_extractive_reader().min_score
-reader = default_extractive_reader(min_score=None)
+shipped_floor = default_extractive_reader().min_span_score
+reader = default_extractive_reader(min_span_score=None)
 q = next(q for q in traps if q.id == "ba-q088")
 print(q.text)
 for label, where in (("no filter", None), ("status = current", current)):
     top5 = hc_hybrid.search(q.standalone, k=5, where=where)
     ans = reader.read(q.standalone, top5)
     print(f"\n{label}: {ans.text!r}\n   from {ans.sources}, score {ans.scores[0]:.3f} "
-          f"(shipped min_score {shipped_floor}: {'abstain' if ans.scores[0] < shipped_floor else 'answer'})"
+          f"(shipped min_span_score {shipped_floor}: {'abstain' if ans.scores[0] < shipped_floor else 'answer'})"
           f"\n   top 5: {[h.doc_id for h in top5]}")
 
 # %% [markdown]
@@ -660,13 +660,16 @@ print(f"   inside the search:      gold in top 5 for {inside_found} of {n}")
 # ## Caching
 #
 # Three caches, each with a hit counter, each namespaced by what its values depend on, so a
-# changed corpus or model misses instead of serving stale results:
+# changed corpus, setting or model misses instead of serving stale results. Nobody lists
+# those dependencies by hand: every retriever, reranker, reader and pipeline declares its
+# settings (read from its `__init__`) and a `fingerprint` over them, its corpus and its models,
+# and the caches key on that:
 #
 # | cache | key | namespace | expiry |
 # |---|---|---|---|
 # | embeddings (`Encoder`, since chapter 3) | hash of the exact text embedded | model name + weights hash + input length | never (deterministic) |
-# | query results (`CachedRetriever`) | query, k, filter | corpus fingerprint + every encoder inside | optional |
-# | answers (`CachedPipeline`) | *condensed* question, filter | corpus, models, reader, thresholds | short (`ttl=300` s by default) |
+# | query results (`CachedRetriever`) | query, k, filter | the retriever's `fingerprint`: corpus (ids, texts, metadata), settings, models | a day by default (`ttl`) |
+# | answers (`CachedPipeline`) | *condensed* question, filter | the pipeline's `fingerprint`: every component's | short (`ttl=300` s by default) |
 #
 # The embedding cache has been at work all chapter:
 
@@ -696,12 +699,14 @@ for text in log:
     cached.search(text, k=5)
 print(f"query cache: {cached.cache.hits} hits, {cached.cache.misses} misses "
       f"(hit rate {cached.cache.hit_rate:.0%}), {1e3 * (time.perf_counter() - t) / len(log):.2f} ms per query")
-print(f"namespace: {identity(index)}")
+print(f"namespace: {index.fingerprint}  settings: {index.settings(deep=False)}")
 index.add(chunk_documents([hc.documents[0]], size=64, overlap=0))    # the corpus changes
 before = cached.cache.misses
 cached.search(log[0], k=5)
-print(f"namespace: {identity(index)}")
+print(f"namespace: {index.fingerprint}")
 print(f"after adding chunks, a repeated question: misses {before} -> {cached.cache.misses}")
+floored = CachedRetriever(index.with_settings(min_cosine=0.5), path=":memory:")
+print(f"the same index with a cosine floor is another namespace: {floored.cache.namespace}")
 
 # %% [markdown]
 # The answer cache keys on the *condensed* question (chapter 9), so the same words in two

@@ -79,16 +79,19 @@ def max_window_scores(window_scores: Sequence[Sequence[float]]) -> list[float]:
     return [float(max(scores)) for scores in window_scores]
 
 
-def rerank_positions(scores: Sequence[float], k: int, threshold: float | None = None) -> list[int]:
+def rerank_positions(scores: Sequence[float], k: int,
+                     min_rerank_score: float | None = None) -> list[int]:
     """Positions of the candidates a reranker keeps: by score, best first (ties keep the
-    earlier position, i.e. retrieval order), only those scoring at least ``threshold``,
-    at most ``k``. An empty list is a valid outcome: nothing good enough to show.
+    earlier position, i.e. retrieval order), only those scoring at least
+    ``min_rerank_score``, at most ``k``. An empty list is a valid outcome: nothing good
+    enough to show.
 
-    >>> rerank_positions([0.20, 0.91, 0.35, 0.91], 3, threshold=0.3)
+    >>> rerank_positions([0.20, 0.91, 0.35, 0.91], 3, min_rerank_score=0.3)
     [1, 3, 2]
     """
     order = sorted(range(len(scores)), key=lambda i: -scores[i])  # stable: ties keep position
-    return [i for i in order if threshold is None or scores[i] >= threshold][:k]
+    floor = min_rerank_score
+    return [i for i in order if floor is None or scores[i] >= floor][:k]
 
 
 def candidates_within_budget(ms_per_pair: float, budget_ms: float, available: int) -> int:

@@ -37,10 +37,10 @@ from ragbook.grading import check, trying
 # %% [markdown]
 # ## 1. Rerank with a threshold
 #
-# **Task.** `thresholded_rerank(ids, scores, k, threshold)` takes the candidates' ids in their
+# **Task.** `thresholded_rerank(ids, scores, k, min_rerank_score)` takes the candidates' ids in their
 # retrieval order and the reranker's score for each (two lists of the same length). It returns
 # the ids ordered by score, highest first (equal scores keep their retrieval order), keeping
-# only those whose score is at least `threshold`, and at most `k` of them.
+# only those whose score is at least `min_rerank_score`, and at most `k` of them.
 #
 # **Examples.** With `ids = ["c1", "c2", "c3", "c4", "c5"]` and
 # `scores = [0.20, 0.91, 0.35, 0.91, 0.05]`:
@@ -50,16 +50,16 @@ from ragbook.grading import check, trying
 #
 # **Why an empty answer can be right.** A fixed top-k always hands the reader k passages, even
 # for a question the corpus cannot answer, and a reader given text tends to answer from it. A
-# threshold lets the system say "I found nothing", which is better than a confident wrong
+# threshold (`min_rerank_score`) lets the system say "I found nothing", which is better than a confident wrong
 # answer. The bar depends on the model's score scale (a reference setup uses 0.3 for its
 # cross-encoder), so calibrate it on labelled questions, including unanswerable ones.
 
 # %%
-def thresholded_rerank(ids, scores, k, threshold):
-    """Ids by score, best first (ties: retrieval order), those >= threshold, at most k."""
+def thresholded_rerank(ids, scores, k, min_rerank_score):
+    """Ids by score, best first (ties: retrieval order), those >= min_rerank_score, at most k."""
     ### BEGIN SOLUTION hint: sort the positions 0..n-1 rather than the ids, with a key that puts high scores first and then the lower position; filter, then cut
     order = sorted(range(len(ids)), key=lambda i: (-scores[i], i))
-    return [ids[i] for i in order if scores[i] >= threshold][:k]
+    return [ids[i] for i in order if scores[i] >= min_rerank_score][:k]
     ### END SOLUTION
 
 

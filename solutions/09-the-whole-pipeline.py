@@ -21,7 +21,7 @@
 #
 # * **when not to answer.** The escalation rules, in the pipeline's order.
 # * **reading a trace.** At which stage did the right passage get lost?
-# * **calibrating a threshold.** The `min_score` that maximises right − 2·wrong on labelled data.
+# * **calibrating a threshold.** The `min_confidence` that maximises right − 2·wrong on labelled data.
 # * **condensing a follow-up.** "and on the free plan?" made searchable.
 # * **figures and conflicts.** Two pages that state different numbers for the same thing.
 #
@@ -37,15 +37,15 @@ from ragbook.grading import check, trying
 # %% [markdown]
 # ## 1. When not to answer
 #
-# **Task.** `escalation_reason(n_candidates, confidence, best_span_score, min_score,
-# reader_min_score)` returns why the pipeline hands a question to a person, or `None` when it
+# **Task.** `escalation_reason(n_candidates, confidence, best_span_score, min_confidence,
+# min_span_score)` returns why the pipeline hands a question to a person, or `None` when it
 # answers. `confidence` is the retrieval score the pipeline trusts (the best dense cosine),
 # `best_span_score` the reader's score for its best answer span; either threshold may be
 # `None` (off). Check in this order:
 #
 # 1. no candidates at all → `"no_candidates"`;
-# 2. `min_score` is set and `confidence < min_score` → `"low_confidence"`;
-# 3. `reader_min_score` is set and `best_span_score < reader_min_score` → `"reader_abstained"`;
+# 2. `min_confidence` is set and `confidence < min_confidence` → `"low_confidence"`;
+# 3. `min_span_score` is set and `best_span_score < min_span_score` → `"reader_abstained"`;
 # 4. otherwise `None`. A score exactly equal to its threshold passes.
 #
 # **Examples.** `escalation_reason(0, None, 0.0, 0.5, None)` → `"no_candidates"`,
@@ -59,14 +59,14 @@ from ragbook.grading import check, trying
 # went wrong.
 
 # %%
-def escalation_reason(n_candidates, confidence, best_span_score, min_score, reader_min_score):
+def escalation_reason(n_candidates, confidence, best_span_score, min_confidence, min_span_score):
     """The escalation reason, or None when the pipeline may answer."""
     ### BEGIN SOLUTION hint: three ifs, in the order listed; a threshold of None never escalates
     if n_candidates == 0:
         return "no_candidates"
-    if min_score is not None and confidence < min_score:
+    if min_confidence is not None and confidence < min_confidence:
         return "low_confidence"
-    if reader_min_score is not None and best_span_score < reader_min_score:
+    if min_span_score is not None and best_span_score < min_span_score:
         return "reader_abstained"
     return None
     ### END SOLUTION
@@ -137,7 +137,7 @@ check("gold_ranks", gold_ranks)
 
 # %%
 def best_threshold(confidences, right_if_answered, wrong_cost):
-    """The min_score (None or one of the confidences) maximising right - wrong_cost * wrong."""
+    """The min_confidence (None or one of the confidences) maximising right - wrong_cost * wrong."""
     ### BEGIN SOLUTION hint: for t in [None] + sorted(set(confidences)): count right and wrong among the answered; keep t only when its value is strictly higher
     best, best_value = None, float("-inf")
     for t in [None] + sorted(set(confidences)):

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.cache import Cache, CachedRetriever, identity
+from ragbook.cache import Cache, CachedRetriever
 from ragbook.chunking import chunk_documents
 from ragbook.contextual import LLMContext, contexts_for, section_path, title_context
 from ragbook.expansion import (
@@ -159,7 +159,7 @@ def test_query_cache_hits_and_is_invalidated_by_a_changed_corpus_or_model(tmp_pa
     cached.search(Q, k=3)
     assert cached.cache.misses == 2
     other = DenseIndex(Encoder(max_length=64)).build(chunks)              # model setting changed
-    assert identity(other) != identity(DenseIndex(Encoder()).build(chunks))
+    assert other.fingerprint != DenseIndex(Encoder()).build(chunks).fingerprint
 
 
 def test_answer_cache_is_keyed_by_the_condensed_question(tmp_path):
@@ -174,7 +174,7 @@ def test_answer_cache_is_keyed_by_the_condensed_question(tmp_path):
     cp.ask("and enterprise?", history=export)     # the same words, another conversation
     assert cp.cache.misses == 3
 
-    p.min_score = 0.99                              # thresholds are part of the namespace
+    p.min_confidence = 0.99                         # thresholds are part of the namespace
     assert cp.ask(Q).escalated
 
 

@@ -113,33 +113,44 @@ def test_rerank_budget_keeps_at_most_k(billing_hybrid):
 
 
 # -- chapter 9: thresholds over cached Prepared questions (no model needed) -----------------
-class _SpanReader:
-    """An extractive reader stand-in: decide() only reads its min_score."""
-
-    min_score = None
-
-    def spans(self, question, context, source=""):  # pragma: no cover - never called
-        raise AssertionError("decide() must not re-read")
-
-
 def _prepared_set():
     from types import SimpleNamespace
 
+    from ragbook.component import Component
     from ragbook.pipeline import Pipeline, Prepared
     from ragbook.readers import Span
+    from ragbook.retrieval import BaseRetriever
     from ragbook.types import Hit
+
+    class SpanReader(Component):
+        """An extractive reader stand-in: decide() only asks it whether a span is enough."""
+
+        def __init__(self, min_span_score=None):
+            self.min_span_score = min_span_score
+
+        def hit_spans(self, question, hit):  # pragma: no cover - decide() never re-reads
+            raise AssertionError("decide() must not re-read")
+
+        def accepts(self, span):
+            return self.min_span_score is None or span.score >= self.min_span_score
+
+    class Unused(BaseRetriever):
+        """decide() never retrieves."""
+
+        def search(self, query, k=10, where=None):  # pragma: no cover
+            raise AssertionError("decide() must not retrieve")
 
     def prep(confidence, doc, span_score):
         hit = Hit(f"{doc}:0-10", confidence, 1, doc_id=doc, text="Refunds take a while.")
-        return Prepared("q", "q", (hit,), confidence, (Span("Refunds take a while.", 0, 21,
-                                                            span_score, hit.id),), ())
+        return Prepared("q", "q", (hit,), confidence, "cosine",
+                        (Span("Refunds take a while.", 0, 21, span_score, hit.id),), ())
 
     # confidence, document answered from, reader score, gold documents
     rows = [(0.9, "a", 0.8, ("a",)), (0.7, "b", 0.6, ("b",)), (0.6, "x", 0.7, ("c",)),
             (0.4, "x", 0.4, ()), (0.3, "d", 0.5, ("d",))]
     prepared = [prep(c, d, s) for c, d, s, _ in rows]
     questions = [SimpleNamespace(gold=g) for *_, g in rows]
-    return Pipeline(None, reader=_SpanReader()), prepared, questions
+    return Pipeline(Unused(), reader=SpanReader()), prepared, questions
 
 
 def test_threshold_curve_counts_what_decide_does():
@@ -149,11 +160,13 @@ def test_threshold_curve_counts_what_decide_does():
     rows = threshold_curve(pipeline, prepared, questions, [None, 0.35, 0.5, 0.65, 0.95])
     assert [(r["right"], r["wrong"], r["escalated"]) for r in rows] == [
         (3, 2, 0), (2, 2, 1), (2, 1, 2), (2, 0, 3), (0, 0, 5)]
-    assert all(r["n"] == 5 for r in rows) and rows[2]["min_score"] == 0.5
+    assert all(r["n"] == 5 for r in rows) and rows[2]["min_confidence"] == 0.5
     # the reader's floor escalates weak spans; the pipeline's own reader is left unchanged
-    floor = threshold_counts(pipeline, prepared, questions, None, reader_min_score=0.55)
+    floor = threshold_counts(pipeline, prepared, questions, None, min_span_score=0.55)
     assert (floor["right"], floor["wrong"], floor["escalated"]) == (2, 1, 2)
-    assert pipeline.reader.min_score is None
+    assert pipeline.reader.min_span_score is None
+    with pytest.raises(ValueError, match="no reranker"):
+        threshold_counts(pipeline, prepared, questions, None, min_rerank_score=0.5)
     with pytest.raises(ValueError, match="one Prepared per question"):
         threshold_counts(pipeline, prepared[:2], questions)
 
