@@ -57,7 +57,7 @@ test: setup lint
 
 # The pinned rule set lives in pyproject.toml ([tool.ruff.lint]).
 lint: setup
-	$(VENV)/bin/ruff check ragbook tests bench tools
+	$(VENV)/bin/ruff check ragbook tests bench tools notebooks/*.py solutions/*.py
 
 # Only the widgets in a real JupyterLab driven by Chromium (tests/browser; also part of make test).
 test-browser: setup

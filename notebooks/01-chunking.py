@@ -28,8 +28,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ragbook import Encoder, models
-from ragbook.chunking import (RecursiveSplitter, chunk_documents, count_tokens, rough_window_count,
-                              sliding_windows, window_count)
+from ragbook.chunking import (
+    RecursiveSplitter,
+    chunk_documents,
+    count_tokens,
+    rough_window_count,
+    sliding_windows,
+    window_count,
+)
 from ragbook.datasets import load_helpcentre
 
 hc = load_helpcentre()

@@ -24,7 +24,6 @@
 # %%
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ragbook import Encoder, models, similarity

@@ -30,14 +30,19 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from ragbook import Encoder, models
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
-from ragbook.evaluate import (bootstrap_ci, evaluate, format_table, compare_runs, per_query,
-                              retrieve_run)
+from ragbook.evaluate import (
+    bootstrap_ci,
+    compare_runs,
+    evaluate,
+    format_table,
+    per_query,
+    retrieve_run,
+)
 
 hc, py = load_helpcentre(), load_pydocs()
 encoder = Encoder()
@@ -153,7 +158,7 @@ except ImportError:
     print("pytrec_eval is not installed (it is a test-only dependency: pip install -e '.[dev]')")
 else:
     worst = 0.0
-    for name, (qrels, run) in runs.items():
+    for qrels, run in runs.values():
         trec = pytrec_eval.RelevanceEvaluator(qrels, {"recall_5", "ndcg_cut_10"}).evaluate(run)
         for m, t in (("recall@5", "recall_5"), ("ndcg@10", "ndcg_cut_10")):
             for qid, v in per_query(qrels, run, m).items():

@@ -180,7 +180,7 @@ sets = {"help centre": (hc_hybrid, [(q.id, q.standalone) for q in hc.split("test
         "python docs": (py_hybrid, [(q.id, q.text) for q in py.split("test")], py.qrels("test"))}
 channels = {name: channel_runs(h, qs) for name, (h, qs, _) in sets.items()}
 test_runs_by_corpus = {}
-for name, (h, qs, qrels) in sets.items():
+for name, (_, _, qrels) in sets.items():
     dense, keyword = channels[name]
     fused = {q: reciprocal_rank_fusion([dense[q], keyword[q]], k=50) for q in dense}
     runs = test_runs_by_corpus[name] = {"dense": run_from_hits(dense), "bm25": run_from_hits(keyword),

@@ -42,8 +42,15 @@ from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, run_from_hits
 from ragbook.fusion import HybridRetriever, reciprocal_rank_fusion
-from ragbook.pipeline import (LLMCondenser, Pipeline, RuleCondenser, gold_ranks, outcome,
-                              read_traces, with_history)
+from ragbook.pipeline import (
+    LLMCondenser,
+    Pipeline,
+    RuleCondenser,
+    gold_ranks,
+    outcome,
+    read_traces,
+    with_history,
+)
 from ragbook.readers import instruction_like
 
 hc = load_helpcentre()

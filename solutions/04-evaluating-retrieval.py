@@ -286,6 +286,6 @@ with trying("recall_at_k", "reciprocal_rank", "mean_reciprocal_rank", "ndcg_at_k
     print(f"{'run':8} {'recall@10':>9} {'MRR@10':>7} {'nDCG@10':>8}")
     for name, ranks in first_g.items():
         ranked = [ranking(r) for r in ranks]
-        recall = sum(recall_at_k(l, r, 10) for l, r in zip(labels, ranked)) / len(labels)
-        ndcg = sum(ndcg_at_k(l, r, 10) for l, r in zip(labels, ranked)) / len(labels)
+        recall = sum(recall_at_k(gold, r, 10) for gold, r in zip(labels, ranked)) / len(labels)
+        ndcg = sum(ndcg_at_k(gold, r, 10) for gold, r in zip(labels, ranked)) / len(labels)
         print(f"{name:8} {recall:9.2f} {mean_reciprocal_rank(labels, ranked, 10):7.3f} {ndcg:8.3f}")

@@ -279,8 +279,10 @@ check("extract_quantities", extract_quantities)
 # %%
 def first_conflict(answer, others, margin=0.05, min_shared=2):
     """Text of the first other (text, score) that states a different figure, else None."""
-    from ragbook.pipeline import topic_words   # given: content words, no figures/units
-    from ragbook.pipeline import quantities              # given: exercise 5, the package's version
+    from ragbook.pipeline import (
+        quantities,  # given: exercise 5, the package's version
+        topic_words,  # given: content words, no figures/units
+    )
     ### BEGIN SOLUTION hint: mine = quantities(answer text); units = the units in mine; for each other: skip on score or shared topic words, keep its figures whose unit is in units, and test
     text, score = answer
     mine = quantities(text)
