@@ -46,9 +46,13 @@ def test_cross_encoder_path_reranks_by_model_score(minilm_cross_encoder):
     assert reranker.last_latency_s > 0 and len(reranker.latencies_) == 1
 
 
-def test_threshold_can_return_nothing(minilm_cross_encoder):
-    reranker = CrossEncoderReranker(minilm_cross_encoder, threshold=1e9)
+def test_min_rerank_score_can_return_nothing(minilm_cross_encoder):
+    reranker = CrossEncoderReranker(minilm_cross_encoder, min_rerank_score=1e9)
     assert reranker.rerank(QUERY, candidate_hits(), k=3) == []
+    ordered = reranker.order(QUERY, candidate_hits(), k=3)      # the same ranking, no cut yet
+    assert len(ordered) == 3 and reranker.cut(ordered) == []
+    floor = ordered[1].score
+    assert reranker.with_settings(min_rerank_score=floor).cut(ordered) == ordered[:2]
 
 
 def test_window_scorer_is_the_max_over_windows():
