@@ -27,7 +27,7 @@ from ragbook.readers import (
     GenerativeReader,
     SentenceReader,
     build_messages,
-    calibrate_min_score,
+    calibrate_min_span_score,
 )
 
 
@@ -87,8 +87,9 @@ if __name__ == "__main__":
     print(f"abstention threshold from train: log p(NOT_IN_CONTEXT) > {th:.2f} (AUC {auc:.3f}, "
           f"balanced accuracy {bal:.3f})", flush=True)
     gate = SentenceReader(Encoder())
-    calibrate_min_score(gate, train)
-    print(f"extractive gate (SentenceReader) threshold from train: cosine >= {gate.min_score:.3f}")
+    calibrate_min_span_score(gate, train)
+    print(f"extractive gate (SentenceReader) threshold from train: "
+          f"cosine >= {gate.min_span_score:.3f}")
     steps = [
         ("zero-shot, free-running (as asked)", dict(few_shot=False, stop=(), max_new_tokens=64,
                                                     scored_citations=False, min_support=None)),
@@ -109,28 +110,28 @@ if __name__ == "__main__":
         if kw.get("gate") is None:
             return kw
         return dict(kw, gate=SentenceReader(Encoder(cache=False, show_progress=False),
-                                            min_score=kw["gate"].min_score))
+                                            min_span_score=kw["gate"].min_span_score))
 
     print(f"\nDev ({len(dev)} tasks; s/answer: median over the first 12 with nothing cached)"
           f"\n\n{HEADER}")
     for name, kw in steps:
-        answers, _ = run(GenerativeReader(llm, k=2, **kw), dev, name)
-        _, lat = run(GenerativeReader(fresh, k=2, **uncached(kw)), dev[:12], name + " (timing)")
+        answers, _ = run(GenerativeReader(llm, keep=2, **kw), dev, name)
+        _, lat = run(GenerativeReader(fresh, keep=2, **uncached(kw)), dev[:12], name + " (timing)")
         row(name, dev, answers, lat)
     final = steps[-1]
 
     sentences = SentenceReader(Encoder())
-    calibrate_min_score(sentences, train)
-    print(f"\nSentenceReader threshold from train: cosine >= {sentences.min_score:.3f}")
+    calibrate_min_span_score(sentences, train)
+    print(f"\nSentenceReader threshold from train: cosine >= {sentences.min_span_score:.3f}")
     print(f"\nTest ({len(test)} tasks; s/answer: median over the first 12 with nothing cached)"
           f"\n\n{HEADER}")
     timed_sentences = SentenceReader(Encoder(cache=False, show_progress=False),
-                                     min_score=sentences.min_score)
+                                     min_span_score=sentences.min_span_score)
     for name, reader, timed in [
-            (steps[0][0], GenerativeReader(llm, k=2, **steps[0][1]),
-             GenerativeReader(fresh, k=2, **steps[0][1])),
-            (final[0], GenerativeReader(llm, k=2, **final[1]),
-             GenerativeReader(fresh, k=2, **uncached(final[1]))),
+            (steps[0][0], GenerativeReader(llm, keep=2, **steps[0][1]),
+             GenerativeReader(fresh, keep=2, **steps[0][1])),
+            (final[0], GenerativeReader(llm, keep=2, **final[1]),
+             GenerativeReader(fresh, keep=2, **uncached(final[1]))),
             ("extractive SentenceReader", sentences, timed_sentences)]:
         answers, _ = run(reader, test, name)
         _, lat = run(timed, test[:12], name + " (timing)")

@@ -49,7 +49,7 @@ if __name__ == "__main__":
     print(f"profile {models.active_profile()}, encoder {encoder.model_id}")
     chunks = chunk_documents(hc.documents, size=256, overlap=32)
     hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
-    base = Pipeline(hybrid, reader=SentenceReader(encoder, min_score=None))
+    base = Pipeline(hybrid, reader=SentenceReader(encoder, min_span_score=None))
     splits = {s: hc.split(s) for s in ("dev", "test")}
     prepared = {s: [base.prepare(*with_history(q)) for q in qs] for s, qs in splits.items()}
     print(f"{'w':>6s} {'dev right':>9s} {'dev F1':>7s} {'test right':>10s} {'test F1':>8s}")
@@ -70,7 +70,7 @@ if __name__ == "__main__":
               f"[{lo1:.3f}, {hi1:.3f}]  difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}] "
               f"({len(a)} answerable test questions)")
     # the shipped code path gives what the recombination above computed
-    check = Pipeline(hybrid, reader=SentenceReader(encoder, min_score=None, rank_weight=best))
+    check = Pipeline(hybrid, reader=SentenceReader(encoder, min_span_score=None, rank_weight=best))
     for q, p in list(zip(splits["test"], prepared["test"], strict=True))[:20]:
         if q.gold and p.spans:
             spans = [s for s in check.prepare(*with_history(q)).spans if s is not None]

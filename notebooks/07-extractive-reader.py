@@ -214,16 +214,18 @@ print(f"{len(spans)} windows read; best span per window are all verbatim slices;
 # `default_extractive_reader()` is `ExtractiveReader` when the profile has a QA model and
 # `SentenceReader` offline. The sentence reader splits each passage into sentences, embeds
 # them with the bi-encoder and returns the one closest to the question, verbatim, with its
-# cosine as the score. Offline it ships with an abstention threshold (`min_score`, printed
-# below) that the package calibrated for this encoder on the help-centre reading tasks; the
-# next section chooses one on this chapter's own dev split, which is how to do it for your
-# data. On the chapter's example:
+# cosine as the score. Offline it ships with an abstention threshold, its span floor
+# `min_span_score` (printed below; `reader.accepts(span)` says whether a span clears it), that
+# the package calibrated for this encoder on the help-centre reading tasks; the next section
+# chooses one on this chapter's own dev split, which is how to do it for your data. On the
+# chapter's example:
 
 # %%
 shipped = default_extractive_reader()
-print(f"{type(shipped).__name__}, shipped abstention threshold min_score={getattr(shipped, 'min_score', None)}")
+print(f"{type(shipped).__name__}, shipped abstention threshold min_span_score={shipped.min_span_score}")
 for s in sorted(shipped.spans(question, context), key=lambda s: -s.score):
-    print(f"  {s.score:.3f}  chars {s.start:3d}-{s.end:3d}  {s.text!r}")
+    print(f"  {s.score:.3f}  {'accepted' if shipped.accepts(s) else 'below the floor'}  "
+          f"chars {s.start:3d}-{s.end:3d}  {s.text!r}")
 
 # %% [markdown]
 # Offline, the answer is the whole first sentence: it contains "14-day", but it is not the

@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .text import sentences
 from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
@@ -352,7 +353,7 @@ _CLOSERS = ["That did it, thank you!", "Perfect, all sorted now. Thanks for the 
 
 def _sentences(text: str) -> list[str]:
     body = re.sub(r"[#*`|>]", "", text)
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", body) if len(s.split()) >= 6]
+    return [s for s in sentences(body) if len(s.split()) >= 6]
 
 
 def generate_tickets(n: int = 12_000, seed: int = 0) -> list[Document]:

@@ -28,26 +28,11 @@ from typing import Any
 
 from .chunking import _encoder_tokenizer, chunk_documents
 from .retrieval import check_k, check_query, corpus_fingerprint, validate_where
+from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
 
 __all__ = ["sentence_spans", "sentence_chunks", "parent_child_chunks",
            "ParentDocumentRetriever", "SentenceWindowRetriever", "fit_budget"]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*")
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence (or line) of ``text``, whitespace trimmed, in order."""
-    spans, start = [], 0
-    for m in [*_SENTENCE_END.finditer(text), None]:
-        end = m.start() if m else len(text)
-        piece = text[start:end]
-        if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            spans.append((start + lead, start + lead + len(piece.strip())))
-        start = m.end() if m else len(text)
-    return spans
-
 
 def sentence_chunks(docs: Sequence[Document], min_words: int = 3) -> list[Chunk]:
     """Every sentence of every document as a ``Chunk`` (id ``doc:start-end``), skipping

@@ -165,7 +165,8 @@ check("windows_with_stride", windows_with_stride)
 # **Why abstain.** The reader always finds *some* best span, even in a passage that does not
 # answer the question. A verbatim span cannot be invented, but it can be the wrong span; a low
 # p(start)·p(end) is the signal. "I don't know" beats a weak guess stated as fact. Tune the
-# threshold on labelled questions, unanswerable ones included.
+# threshold on labelled questions, unanswerable ones included (ragbook's extractive readers
+# call it `min_span_score`, and `calibrate_min_span_score` tunes it).
 
 # %%
 def abstain_below(spans, threshold):
@@ -199,14 +200,14 @@ check("abstain_below", abstain_below)
 import re
 
 from ragbook.datasets import load_reader_set
+from ragbook.text import sentence_spans
 
 
 def sentence_around(context, start, length):
-    """The sentence(s) of `context` that contain characters start .. start + length."""
-    cuts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?])\s+|\n+", context)]
-    a = max(c for c in cuts if c <= start)
-    z = min([c for c in cuts if c > start + length - 1] + [len(context)])
-    return context[a:z].strip()
+    """The sentence(s) of `context` that contain characters start .. start + length
+    (sentences as ragbook splits them everywhere: `ragbook.text.sentence_spans`)."""
+    inside = [(a, z) for a, z in sentence_spans(context) if a < start + length and z > start]
+    return context[inside[0][0]:inside[-1][1]]
 
 
 examples = [ex for ex in load_reader_set("helpcentre", "train") if ex.answers][:20]

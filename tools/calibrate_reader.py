@@ -1,21 +1,21 @@
 """Calibrate the offline extractive reader's abstention threshold — the value shipped as
-``ragbook.readers.OFFLINE_SENTENCE_MIN_SCORE``.
+``ragbook.readers.OFFLINE_MIN_SPAN_SCORE``.
 
 The threshold is a cosine under one encoder, so it means something only for that model: this
 script calibrates ``SentenceReader`` over the offline profile's encoder (all-MiniLM-L6-v2) on
-the help-centre reading tasks of the **dev** split (``calibrate_min_score``: the threshold
+the help-centre reading tasks of the **dev** split (``calibrate_min_span_score``: the threshold
 that maximises mean F1, unanswerable tasks included) and reports it on the **test** split,
-next to the same reader with no threshold (what ``min_score=None`` gives).
+next to the same reader with no threshold (what ``min_span_score=None`` gives).
 
     RAGBOOK_PROFILE=offline .venv/bin/python tools/calibrate_reader.py
 
-Paste the printed threshold into ``OFFLINE_SENTENCE_MIN_SCORE`` and the table into
+Paste the printed threshold into ``OFFLINE_MIN_SPAN_SCORE`` and the table into
 docs/benchmarks.md.
 """
 from ragbook import Encoder, models
 from ragbook.datasets import load_reading_tasks
 from ragbook.evaluate import reading_report
-from ragbook.readers import SentenceReader, calibrate_min_score
+from ragbook.readers import SentenceReader, calibrate_min_span_score
 
 
 def report(name: str, reader, tasks) -> None:
@@ -35,9 +35,9 @@ if __name__ == "__main__":
         print(f"{name}: {len(tasks)} reading tasks "
               f"({sum(t.gold is None for t in tasks)} unanswerable)")
     calibrated = SentenceReader(encoder)
-    threshold = calibrate_min_score(calibrated, dev)
-    print(f"min_score calibrated on dev (max mean F1): {threshold!r}\n")
+    threshold = calibrate_min_span_score(calibrated, dev)
+    print(f"min_span_score calibrated on dev (max mean F1): {threshold!r}\n")
     print(f"{'test split':28s} {'abstained':>10s} {'answered':>8s} {'right source':>12s} "
           f"{'HasAns F1':>9s} {'NoAns acc':>9s} {'F1':>6s}")
     report("no threshold (None)", SentenceReader(encoder), test)
-    report(f"min_score {threshold:.4f}", calibrated, test)
+    report(f"min_span_score {threshold:.4f}", calibrated, test)

@@ -1,0 +1,61 @@
+"""Readers: turn a question and retrieved hits into an ``Answer``.
+
+* ``readers.extractive`` — ``ExtractiveReader`` points at a span of a passage with a
+  question-answering model; ``SpanReader`` is what every extractive reader shares
+  (``hit_spans``, ``accepts``, ``read``); ``best_span`` and friends are its steps.
+* ``readers.sentence`` — ``SentenceReader`` returns the passage sentence closest to the
+  question (the offline extractive reader); ``default_extractive_reader`` is the one each
+  profile ships; ``calibrate_min_span_score`` sets a reader's abstention floor.
+* ``readers.grounding`` — the prompt, citations, claims and support checks of a generated
+  answer, and the tripwire for instructions planted in passages.
+* ``readers.generative`` — ``GenerativeReader`` writes an answer with a chat model and
+  checks what it cites.
+
+Import from here (``from ragbook.readers import SentenceReader``): the modules are how the
+code is laid out, this is the API.
+"""
+from .extractive import (
+    ExtractiveReader,
+    Span,
+    SpanReader,
+    answer_or_abstain,
+    best_span,
+    span_to_characters,
+)
+from .generative import GenerativeReader
+from .grounding import (
+    FEW_SHOT,
+    NOT_IN_CONTEXT,
+    SYSTEM_PROMPT,
+    Citations,
+    build_messages,
+    instruction_like,
+    is_abstention,
+    number_passages,
+    order_for_reading,
+    parse_citations,
+    split_claims,
+    support,
+)
+from .sentence import (
+    OFFLINE_MIN_SPAN_SCORE,
+    OFFLINE_SENTENCE_ENCODER,
+    SentenceReader,
+    calibrate_min_span_score,
+    default_extractive_reader,
+)
+
+__all__ = [
+    # extractive span reader
+    "Span", "SpanReader", "ExtractiveReader", "best_span", "span_to_characters",
+    "answer_or_abstain",
+    # sentence reader, the shipped default and its floor
+    "SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
+    "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_SENTENCE_ENCODER",
+    # grounding a generated answer
+    "NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
+    "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
+    "support", "instruction_like",
+    # generative reader
+    "GenerativeReader",
+]

@@ -1,0 +1,148 @@
+"""The sentence reader: the offline extractive reader, and the reader each profile ships.
+
+``SentenceReader`` returns the passage sentence closest to the question under the
+bi-encoder; ``default_extractive_reader`` picks ``ExtractiveReader`` or it by profile, with
+the abstention floor calibrated for the offline encoder (``OFFLINE_MIN_SPAN_SCORE``);
+``calibrate_min_span_score`` sets any extractive reader's floor from labelled tasks.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import models
+from ..embeddings import Encoder
+from ..evaluate import f1_score
+from ..retrieval import check_threshold
+from ..text import sentence_spans
+from ..types import Hit
+from .extractive import ExtractiveReader, Span, SpanReader
+
+__all__ = ["SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
+           "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_SENTENCE_ENCODER"]
+
+
+class SentenceReader(SpanReader):
+    """Extract the passage *sentence* most similar to the question under the bi-encoder.
+
+    The honest baseline for a span reader — and, measured on the reader sets' test split
+    (``bench/readers.py``), better than a QA head fine-tuned on CPU from the packaged MiniLM
+    on our ~250 training questions. Like any extractive reader it can only return text that
+    is in the passage; it answers with a whole sentence (``ragbook.text.sentence_spans``),
+    so exact match is low and F1 is the fairer score.
+
+    Settings: ``encoder`` (None: the active profile's ``Encoder()``, made on first use);
+    ``min_span_score``, the abstention floor on a span's score (None: never abstain; the
+    value ``default_extractive_reader`` ships is calibrated for one encoder only);
+    ``min_words``, the shortest sentence that can be an answer (shorter ones, and Markdown
+    headings, are skipped); ``rank_weight``, a prior for the retrieval rank: a sentence of
+    the hit ranked ``r`` scores ``cosine + rank_weight / r`` (0: cosine alone), so that
+    between two near-equal sentences the better-retrieved passage wins. Off by default: on
+    the help-centre pipeline questions it showed no gain on test (``bench/reader_rank_prior.py``,
+    docs/benchmarks.md); a threshold calibrated without it does not carry over to it.
+    """
+
+    def __init__(self, encoder=None, min_span_score: float | None = None, min_words: int = 3,
+                 rank_weight: float = 0.0):
+        rank_weight = check_threshold(rank_weight, "rank_weight") or 0.0
+        if rank_weight < 0:
+            raise ValueError(f"rank_weight must be >= 0 (a bonus for better-ranked hits), got "
+                             f"{rank_weight!r}")
+        self._encoder = encoder
+        self.min_span_score = check_threshold(min_span_score, "min_span_score")
+        self.min_words, self.rank_weight = min_words, rank_weight
+        self.latencies_: list[float] = []
+
+    def _fingerprint_extra(self) -> dict:
+        if self._encoder is not None:  # given: its own fingerprint is in the settings
+            return {}
+        return {"encoder": self.encoder.fingerprint}  # resolves the model; loads nothing
+
+    @property
+    def encoder(self):
+        """The bi-encoder: the one given, else the active profile's ``Encoder()`` (made on
+        first use; it loads its model on its first ``encode_*`` call)."""
+        if self._encoder is not None:
+            return self._encoder
+        if getattr(self, "_default_encoder", None) is None:  # not a setting
+            self._default_encoder = Encoder()
+        return self._default_encoder
+
+    def spans(self, question: str, context: str, source: str = "") -> list[Span]:
+        """Every sentence of ``context`` (of at least ``min_words`` words, headings skipped)
+        with its cosine to the question; the whole context when no sentence qualifies."""
+        sents = [(a, z, context[a:z]) for a, z in sentence_spans(context)]
+        sents = [(a, z, t) for a, z, t in sents
+                 if len(t.split()) >= self.min_words and not t.startswith("#")]
+        if not sents:
+            text = context.strip()
+            if not text:
+                return []
+            start = context.index(text)
+            sents = [(start, start + len(text), text)]
+        scores = (self.encoder.encode_passages([t for *_, t in sents])
+                  @ self.encoder.encode_queries([question])[0])
+        return [Span(t, a, z, float(s), source) for (a, z, t), s in zip(sents, scores, strict=True)]
+
+    def hit_spans(self, question: str, hit: Hit) -> list[Span]:
+        """``spans`` of a retrieved hit's text, each score raised by the rank prior
+        ``rank_weight / hit.rank`` (unchanged when ``rank_weight`` is 0)."""
+        spans = self.spans(question, hit.text, hit.id)
+        if not self.rank_weight:
+            return spans
+        bonus = self.rank_weight / hit.rank
+        return [replace(s, score=s.score + bonus) for s in spans]
+
+
+# The abstention floor default_extractive_reader ships for SentenceReader (a cosine).
+# Where it came from: `RAGBOOK_PROFILE=offline python tools/calibrate_reader.py`, 2026-12-03;
+# offline profile, encoder sentence-transformers/all-MiniLM-L6-v2, rank_weight 0;
+# calibrate_min_span_score (the cosine with the best mean F1) on the help-centre reading
+# tasks of the DEV split (117 tasks, 53 unanswerable). On the test split (226 tasks) it
+# abstains on 56% and lifts F1 from 0.188 to 0.520: docs/benchmarks.md, "Offline reader
+# threshold". A cosine means something only under the encoder that produced it: that model
+# alone.
+OFFLINE_MIN_SPAN_SCORE = 0.5605
+OFFLINE_SENTENCE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+_SENTENCE_SETTINGS = ("min_span_score", "min_words", "rank_weight")
+
+
+def default_extractive_reader(profile: str | None = None, **settings) -> SpanReader:
+    """The extractive reader this profile ships: ``ExtractiveReader`` over the profile's
+    ``span_reader`` model when it has one, else (offline) the ``SentenceReader`` that
+    measured better than a CPU-fine-tuned QA head.
+
+    Offline, ``min_span_score`` defaults to ``OFFLINE_MIN_SPAN_SCORE`` — calibrated on the
+    help-centre dev split for the offline encoder (all-MiniLM-L6-v2) only, so it applies
+    only when the profile's encoder is that model; with any other encoder, and for
+    ``ExtractiveReader`` (whose score is a span probability, not a cosine), the default is
+    None (never abstain) until you calibrate your own (``calibrate_min_span_score`` on
+    labelled dev tasks). Passing ``min_span_score=None`` explicitly always means never
+    abstain. Settings only ``ExtractiveReader`` has (``max_length``, ``overlap``, ...) are
+    not used offline. Nothing is loaded here.
+    """
+    try:
+        models.resolve("span_reader", profile)
+    except models.ModelUnavailableError:
+        encoder = Encoder(profile=profile)
+        chosen = {k: v for k, v in settings.items() if k in _SENTENCE_SETTINGS}
+        if "min_span_score" not in chosen and encoder.model_id == OFFLINE_SENTENCE_ENCODER:
+            chosen["min_span_score"] = OFFLINE_MIN_SPAN_SCORE
+        return SentenceReader(encoder, **chosen)
+    return ExtractiveReader(profile=profile, **settings)
+
+
+def calibrate_min_span_score(reader: SpanReader, tasks) -> float:
+    """Set ``reader.min_span_score`` (any extractive reader) to the floor that maximises mean
+    F1 on ``tasks`` (``ReadingTask``s, unanswerable ones included), and return it. Each
+    task's best span is taken over its passages' ``reader.hit_spans``, as ``read`` takes it.
+    Calibrate on training or dev tasks, never on the ones you report."""
+    if not tasks:
+        raise ValueError("no tasks to calibrate on; pass labelled ReadingTasks "
+                         "(e.g. load_reading_tasks(split='train'))")
+    best = [max((s for h in t.passages for s in reader.hit_spans(t.question, h)),
+                key=lambda s: s.score) for t in tasks]
+    reader.min_span_score = max(
+        sorted({s.score for s in best}),
+        key=lambda th: sum(f1_score(s.text if s.score >= th else None, t.answers)
+                           for s, t in zip(best, tasks, strict=True)))
+    return reader.min_span_score
