@@ -72,8 +72,9 @@ class Component:
     def with_settings(self, **changes: Any) -> Component:
         """A copy with some settings changed and checked by ``__init__`` as usual (what a
         widget varies: ``reranker.with_settings(min_rerank_score=0.4)``). Built state
-        (attributes ending in ``_``, e.g. a built index) is shared with the original; models a
-        component loads lazily are loaded again by the copy when it needs them."""
+        (attributes ending in ``_`` that ``__init__`` does not set, e.g. a built index) is
+        shared with the original; what ``__init__`` starts afresh (a latency log) starts
+        afresh; models a component loads lazily are loaded again by the copy when needed."""
         names = self._setting_names()
         unknown = sorted(set(changes) - set(names))
         if unknown:
@@ -81,8 +82,9 @@ class Component:
                             f"settings are {', '.join(names)}")
         new = type(self).__new__(type(self))
         new.__init__(**{**self.settings(deep=False), **changes})
-        new.__dict__.update({k: v for k, v in self.__dict__.items()
-                             if k.endswith("_") and not k.startswith("_")})
+        new.__dict__.update({k: v for k, v in self.__dict__.items()  # what __init__ left unset
+                             if k.endswith("_") and not k.startswith("_")
+                             and k not in new.__dict__})
         return new
 
     def _fingerprint_extra(self) -> dict[str, Any]:
