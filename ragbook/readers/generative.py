@@ -6,15 +6,13 @@ calibrated ``min_span_score``.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from .. import models
 from ..component import Component
-from ..llm import get_llm
+from ..llm import default_llm_identity, get_llm
 from ..retrieval import check_k
 from ..types import Answer, Hit
 from .grounding import (
@@ -85,16 +83,8 @@ class GenerativeReader(Component):
         self.last_: dict = {}
 
     def _fingerprint_extra(self) -> dict:
-        if self._llm is not None:  # given: the setting says what it is
-            return {}
-        url, name = os.environ.get("RAGBOOK_LLM_BASE_URL"), os.environ.get("RAGBOOK_LLM_MODEL")
-        if url and name:  # what get_llm() would answer with, named without connecting
-            return {"llm": f"{name} @ {url}"}
-        try:
-            spec = models.resolve("generator")
-        except models.ModelUnavailableError:
-            return {"llm": "unavailable"}
-        return {"llm": spec.name, "weights": models.weights_digest(spec)}
+        # a given chat model is a setting; the default one is named without loading it
+        return {} if self._llm is not None else {"llm": default_llm_identity()}
 
     @property
     def llm(self):
