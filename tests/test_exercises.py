@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from ragbook import grading
+from ragbook import evaluate, grading
 from ragbook.grading import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def test_there_are_solution_notebooks():
     for name, exercises in CHAPTERS.items():
         assert exercises, f"{name} calls check() on no exercise"
         unknown = exercises - set(grading.EXERCISES)
-        assert not unknown, f"{name} checks exercises grading.py does not register: {unknown}"
+        assert not unknown, f"{name} checks exercises ragbook.grading does not register: {unknown}"
 
 
 def test_exercises_regenerate_identically():
@@ -94,7 +94,8 @@ def test_solution_notebook_passes(name):
 def test_every_registered_exercise_has_a_solution():
     used = set().union(*CHAPTERS.values())
     missing = set(grading.EXERCISES) - used
-    assert not missing, f"registered in grading.py but in no solution notebook: {sorted(missing)}"
+    assert not missing, (f"registered in ragbook.grading but in no solution notebook: "
+                         f"{sorted(missing)}")
 
 
 # -- the grader's feedback ---------------------------------------------------------------
@@ -372,7 +373,7 @@ def test_a_raise_in_one_case_does_not_stop_the_count(capsys):
     def fails_twice(relevant, ranked, k):   # right except for an empty ranking
         if not ranked:
             raise IndexError("list index out of range")
-        return grading._ev.recall_at_k(relevant, ranked, k)
+        return evaluate.recall_at_k(relevant, ranked, k)
 
     assert check("recall_at_k", fails_twice) is False
     out = capsys.readouterr().out
