@@ -6,20 +6,32 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from .. import datasets, pipeline, readers
+from ..component import Component
+from ..retrieval import BaseRetriever
 from ..types import Hit
 from .core import Case, Chapter, Mistake, predicted
 
 CHAPTER = Chapter("09-the-whole-pipeline")
 
 
-class _SpanReader:
-    """An extractive reader as ``Pipeline.decide`` sees it: only its ``min_score`` matters
-    once every candidate's best span is known."""
+class _SpanReader(Component):
+    """An extractive reader as ``Pipeline.decide`` sees it: once every candidate's best span
+    is known, only whether it ``accepts`` the best one matters."""
 
-    def __init__(self, min_score=None):
-        self.min_score = min_score
+    def __init__(self, min_span_score=None):
+        self.min_span_score = min_span_score
 
-    def spans(self, question, context, source=""):  # never called by decide
+    def hit_spans(self, question, hit):  # never called by decide
+        raise NotImplementedError
+
+    def accepts(self, span) -> bool:
+        return self.min_span_score is None or span.score >= self.min_span_score
+
+
+class _Prepared(BaseRetriever):
+    """A retriever that is never asked: decide() works on prepared questions."""
+
+    def search(self, query, k=10, where=None):  # never called by decide
         raise NotImplementedError
 
 
@@ -31,12 +43,12 @@ def _prepared(confidence, docs, span_scores):
                  for r, d in enumerate(docs, 1))
     spans = tuple(readers.Span("Admins can change this in the settings.", 0, 39, s, h.id)
                   for h, s in zip(hits, span_scores, strict=True))
-    return pipeline.Prepared("q", "q", hits, confidence, spans, ())
+    return pipeline.Prepared("q", "q", hits, confidence, "cosine", spans, ())
 
 
 @CHAPTER.exercise(
     "escalation_reason",
-    "check in the pipeline's order: nothing retrieved -> no_candidates; a min_score is set "
+    "check in the pipeline's order: nothing retrieved -> no_candidates; a min_confidence is set "
     "and the confidence is below it -> low_confidence; a reader floor is set and "
     "the best span scores below it -> reader_abstained; otherwise None (a score equal to "
     "its threshold passes)",
@@ -55,7 +67,7 @@ def escalation_reason_cases():
                                      (2, 0.30, 0.10, None, None), (2, 0.30, 0.10, None, 0.2),
                                      (4, 0.2, 0.1, 0.5, 0.5)):
         spans = [best] + [best / 2] * (n - 1) if n else []
-        p = pipeline.Pipeline(None, reader=_SpanReader(floor), min_score=th)
+        p = pipeline.Pipeline(_Prepared(), reader=_SpanReader(floor), min_confidence=th)
         reason = p.decide(_prepared(conf, [f"doc-{i}" for i in range(n)], spans)).reason
         yield Case((n, conf, best, th, floor), reason)
 
@@ -106,7 +118,7 @@ def best_threshold_cases():
         prepared = [_prepared(c, ["gold" if ok else "other"], [0.9])
                     for c, ok in zip(confidences, right, strict=True)]
         questions = [SimpleNamespace(gold=("gold",)) for _ in confidences]
-        expected = pipeline.Pipeline(None, reader=_SpanReader()).calibrate(
+        expected = pipeline.Pipeline(_Prepared(), reader=_SpanReader()).calibrate(
             prepared, questions, wrong_cost=cost)
         yield Case((confidences, right, cost), expected)
 
