@@ -14,6 +14,7 @@ import numpy as np
 from ragbook import Encoder
 from ragbook.datasets import load_pydocs
 from ragbook.dense import DenseIndex
+from ragbook.stores import FaissStore
 from ragbook.types import Document
 
 
@@ -59,7 +60,7 @@ def run(name, vectors, items, queries, encoder, k=10):
     build, ours = timed(lambda: DenseIndex(encoder).build(items, vectors=matrix))
     rows.append(("ragbook DenseIndex", build,
                  *latencies(lambda q: ours.search_vector(q, k), queries)))
-    build, hnsw = timed(lambda: DenseIndex(encoder, kind="hnsw", ef_search=64)
+    build, hnsw = timed(lambda: DenseIndex(encoder, FaissStore(kind="hnsw", ef_search=64))
                         .build(items, vectors=matrix))
     rows.append(("ragbook DenseIndex hnsw", build,
                  *latencies(lambda q: hnsw.search_vector(q, k), queries)))

@@ -8,8 +8,10 @@
    difference.
 2. Scale: 10,370 and 100,000 vectors (the Python-docs embeddings; 100k = each repeated with
    Gaussian noise, renormalised, texts repeated), DenseIndex flat / HNSW vs Milvus Lite FLAT /
-   HNSW: build seconds (default threads), single-query latency over the 175 FAQ query
-   vectors on one thread (k = 10, records returned), ratios to DenseIndex flat, peak RSS.
+   HNSW (the same DenseIndex on FaissStore or MilvusStore): build seconds (default threads),
+   single-query latency over the 175 FAQ query vectors on one thread (k = 10, Hits with
+   their records: DenseIndex.search_vector, on Milvus a search then a get), ratios to
+   DenseIndex flat, peak RSS.
    Each configuration runs in a fresh process, so its peak RSS is its own.
 3. Sizing on paper for 10M and 100M chunks (ragbook.backends.sizing).
 
@@ -31,7 +33,6 @@ from threadpoolctl import threadpool_limits
 
 from ragbook import Encoder
 from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.milvus import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusRetriever
 from ragbook.backends.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
@@ -39,7 +40,8 @@ from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve_run
 from ragbook.fusion import HybridRetriever
-from ragbook.retrieval import make_hit
+from ragbook.milvus import MilvusRetriever
+from ragbook.stores import DEFAULT_ANALYZER, MILVUS_STANDARD, FaissStore, MilvusStore
 from ragbook.types import Document
 
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
@@ -73,7 +75,7 @@ def equivalence(name, items, questions, test_qs, qrels, encoder):
     ours_bm25 = [ids(ours.bm25.search(q, 50)) for q in questions]
     for label, analyzer in (("standard + lowercase", MILVUS_STANDARD),
                             ("+ ragbook's stopwords (default)", DEFAULT_ANALYZER)):
-        bm = (MilvusRetriever(encoder, mode="bm25", analyzer=analyzer)
+        bm = (MilvusRetriever(encoder, MilvusStore(analyzer=analyzer), mode="bm25")
               .build(items, vectors=np.asarray([[1.0] + [0.0] * (encoder.dim - 1)] * len(items),
                                                dtype=np.float32)))
         theirs = [ids(bm.search(q, 50)) for q in questions]
@@ -111,21 +113,16 @@ def scale_one(kind, n, data):
     rss0 = peak_rss_mib()
     encoder = Encoder()
     t = time.perf_counter()
+    hnsw = "HNSW" in kind
     if kind.startswith("DenseIndex"):
-        index = DenseIndex(encoder, kind="hnsw" if "HNSW" in kind else "flat", ef_search=64)
-        index.build(items, vectors=vectors)
-
-        def search(q):
-            return index.search_vector(q, 10)
+        store = FaissStore(kind="hnsw" if hnsw else "flat", ef_search=64)
     else:
-        index = MilvusRetriever(encoder, mode="dense", index="HNSW" if "HNSW" in kind else "FLAT",
-                                ef_search=64, hnsw_m=32, ef_construction=80)
-        index.build(items, vectors=vectors)
-        store = index.store_
+        store = MilvusStore(index="HNSW" if hnsw else "FLAT", ef_search=64, hnsw_m=32,
+                            ef_construction=80)
+    index = DenseIndex(encoder, store).build(items, vectors=vectors)
 
-        def search(q):  # records and scores, as DenseIndex.search_vector's Hits carry
-            return [make_hit(r, s, i) for i, (r, s) in
-                    enumerate(store._search("vector", [q.tolist()], 10, "")[0], 1)]
+    def search(q):
+        return index.search_vector(q, 10)
     build = time.perf_counter() - t
     times = []
     with threadpool_limits(limits=1):  # one core per query: robust to other load

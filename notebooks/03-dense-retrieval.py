@@ -17,9 +17,9 @@
 # # 03 · Dense retrieval
 #
 # Embed every chunk once; embed the question; return the chunks whose vectors are closest.
-# This chapter builds that retriever from scratch, then uses `ragbook.DenseIndex` (FAISS)
-# and measures the decisions that matter: one model for both sides, the query prefix of
-# asymmetric models, filters, how many results to keep, and exact vs approximate search.
+# This chapter builds that retriever from scratch, then uses `ragbook.DenseIndex` (on a FAISS
+# vector store) and measures the decisions that matter: one model for both sides, the query
+# prefix of asymmetric models, filters, how many results to keep, and exact vs approximate search.
 #
 # Two corpora (their sizes are printed below): the Brightdesk help centre's articles,
 # chunked, and the Python documentation's sections, indexed as they are. We tune on the *dev* (help centre)
@@ -32,10 +32,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ragbook import Encoder, models
-from ragbook.chunking import chunk_documents, count_tokens
+from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
-from ragbook.evaluate import bootstrap_ci, evaluate, paired_bootstrap, per_query, run_from_hits
+from ragbook.evaluate import bootstrap_ci, evaluate, paired_bootstrap, per_query
+from ragbook.stores import FaissStore
 
 hc, py = load_helpcentre(), load_pydocs()
 encoder = Encoder()
@@ -68,8 +69,9 @@ for cid, score in search_from_scratch(question):
     print(f"{score:.3f}  {cid}")
 
 # %% [markdown]
-# `DenseIndex` does the same through FAISS's exact inner-product index (`IndexFlatIP`),
-# and returns `Hit` records with ranks, texts and metadata:
+# `DenseIndex` does the same through its *vector store*: by default a `FaissStore`, which
+# keeps the vectors in FAISS's exact inner-product index (`IndexFlatIP`). It returns `Hit`
+# records with ranks, texts and metadata:
 
 # %%
 index = DenseIndex(encoder).build(chunks, vectors=X)
@@ -205,16 +207,17 @@ for h in inside:
 # %% [markdown]
 # The post-filter looked at the 20 nearest sections, none of which was on the Windows page.
 # Fetching more (the over-fetch factor) only moves the cliff: a filter that keeps a sliver
-# of the index (the share printed above) needs a fetch of thousands to reliably leave k. `DenseIndex` instead hands the
-# allowed row ids to FAISS (an `IDSelector`), which scores only those: k hits whenever k
-# items match. The over-fetch factor (k × 4 by default) still earns its keep for score
-# thresholds and de-duplication after the search.
+# of the index (the share printed above) needs a fetch of thousands to reliably leave k.
+# `DenseIndex` instead passes the filter to its store, which applies it inside the search:
+# `FaissStore` hands the allowed row ids to FAISS (an `IDSelector`), which scores only those:
+# k hits whenever k items match. The over-fetch factor (k × 4 by default) still earns its keep
+# for score thresholds and de-duplication after the search.
 #
-# `min_score` is the threshold: below it, return nothing rather than something weak.
+# `min_cosine` is the threshold: below that cosine, return nothing rather than something weak.
 
 # %%
 for q in ["What is the refund window for enterprise contracts?", "Do you sell gift cards?"]:
-    strict = index.search(q, k=5, min_score=0.5)
+    strict = index.search(q, k=5, min_cosine=0.5)
     print(f"{len(strict)} hits >= 0.5 for {q!r}:", [f"{h.score:.2f}" for h in strict])
 
 # %% [markdown]
@@ -303,9 +306,10 @@ print(f"first gold chunk: rank 1 for {sum(r == 1 for r in found)}, ranks 2-5 for
 #
 # `IndexFlatIP` compares the query with every vector: exact, and fast enough for tens of
 # thousands of chunks. Approximate indexes trade a little recall for speed on millions.
-# HNSW (a navigable small-world graph) is FAISS's usual choice; `ef_search` sets how many
-# candidates it explores per query. On the Python docs (the benchmark in `bench/dense.py`
-# adds a much larger synthetic corpus):
+# HNSW (a navigable small-world graph) is FAISS's usual choice; the store decides which index
+# a `DenseIndex` uses: `FaissStore(kind="hnsw", ef_search=...)`, where `ef_search` sets how
+# many candidates the graph search explores per query. On the Python docs (the benchmark in
+# `bench/dense.py` adds a much larger synthetic corpus):
 
 # %%
 P = encoder.encode_passages([d.text for d in py.documents])
@@ -313,18 +317,18 @@ Q = encoder.encode_queries([q.text for q in py_train])
 exact = [[h.id for h in py_index.search_vector(v, 10)] for v in Q]
 
 
-def per_query_ms(idx, n=len(Q)):
+def per_query_ms(idx):
     t = time.perf_counter()
-    for v in Q[:n]:
+    for v in Q:
         idx.search_vector(v, 10)
-    return (time.perf_counter() - t) / n * 1e3
+    return (time.perf_counter() - t) / len(Q) * 1e3
 
 
 print(f"{'index':14s} {'overlap@10 with exact':>22s} {'ms/query':>9s}")
 print(f"{'flat (exact)':14s} {1.0:22.3f} {per_query_ms(py_index):9.3f}")
 hnsw_overlap = {}
 for ef in (10, 20, 40, 80):
-    hnsw = DenseIndex(encoder, kind="hnsw", ef_search=ef).build(py.documents, vectors=P)
+    hnsw = DenseIndex(encoder, FaissStore(kind="hnsw", ef_search=ef)).build(py.documents, vectors=P)
     got = [[h.id for h in hnsw.search_vector(v, 10)] for v in Q]
     overlap = hnsw_overlap[ef] = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, exact)])
     print(f"{'hnsw ef=' + str(ef):14s} {overlap:22.3f} {per_query_ms(hnsw):9.3f}")
@@ -333,7 +337,7 @@ for ef in (10, 20, 40, 80):
 # At this size exact search already takes about a millisecond per query or less (printed
 # above), so the approximate index buys little here and costs some recall at low
 # `ef_search`; it starts to pay at hundreds of thousands of vectors (see `bench/dense.py`).
-# `DenseIndex` defaults to exact.
+# `DenseIndex` defaults to exact search (`FaissStore()`, kind `"flat"`).
 #
 # ## Try it: the top-k explorer
 #
@@ -345,9 +349,10 @@ print(hc_topk.stats(5))     # the default state
 topk_explorer(hc_topk)
 
 # %% [markdown]
-# Indexes persist: `index.save(path)` writes the FAISS index, the records (text, offsets,
-# metadata) and a `manifest.json` (counts, a checksum per file, the encoder's fingerprint),
-# all or nothing: a save that fails halfway leaves the previous one intact. `DenseIndex.load`
+# Indexes persist: `index.save(path)` writes the store's files (for `FaissStore`: the FAISS
+# index and the records — text, offsets, metadata) and a `manifest.json` (counts, a checksum
+# per file, the settings — the store's included — and the encoder's fingerprint), all or
+# nothing: a save that fails halfway leaves the previous one intact. `DenseIndex.load`
 # verifies every checksum and refuses to load the index under a different encoder.
 
 # %%

@@ -26,8 +26,12 @@
 # growing a home-made one: **Milvus**, through `pymilvus.MilvusClient`. Here it runs as
 # **Milvus Lite**, embedded in this process and storing a local folder; in production the
 # same code talks to a Milvus cluster when given `http://host:19530` instead of a path.
-# `ragbook.backends.milvus` puts the retriever contract of the earlier chapters on it:
-# `MilvusRetriever.search(query, k, where) -> list[Hit]`, dense, BM25 or hybrid.
+# Two pieces put the retriever contract of the earlier chapters on it. `MilvusStore`
+# (`ragbook.stores`) is a vector store like the `FaissStore` inside chapter 3's `DenseIndex`,
+# so `DenseIndex(encoder, MilvusStore(uri))` is dense retrieval on Milvus with nothing else
+# changed. `MilvusRetriever` (`ragbook.milvus`) adds what only Milvus does — BM25 and hybrid
+# search inside the database: `MilvusRetriever.search(query, k, where) -> list[Hit]`, dense,
+# BM25 or hybrid.
 #
 # The plan: check that nothing about the *answers* changes (dense, BM25, hybrid, the whole
 # chapter 9 pipeline), then look at what does change — filters become expressions, writes
@@ -49,8 +53,6 @@ from milvus_lite.analyzer import create_analyzer  # Milvus Lite's own tokenizers
 
 from ragbook import Encoder, models
 from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.expressions import milvus_filter
-from ragbook.backends.milvus import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusRetriever
 from ragbook.backends.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
@@ -58,8 +60,10 @@ from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve_run
 from ragbook.fusion import HybridRetriever
+from ragbook.milvus import MilvusRetriever
 from ragbook.pipeline import Pipeline, with_history
 from ragbook.retrieval import index_text
+from ragbook.stores import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusStore, milvus_filter
 
 hc = load_helpcentre()
 encoder = Encoder()
@@ -69,7 +73,7 @@ ours = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
 
 workdir = tempfile.mkdtemp(prefix="ragbook-ch11-")
 uri = os.path.join(workdir, "helpcentre.db")          # a Milvus Lite database is a folder
-milvus = MilvusRetriever(encoder, uri=uri).build(chunks)
+milvus = MilvusRetriever(encoder, MilvusStore(uri)).build(chunks)
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)  # the errors we provoke below
 print(f"ours: {len(ours)} chunks; Milvus Lite: {len(milvus)} rows, built in "
       f"{milvus.build_seconds_:.1f} s")
@@ -171,9 +175,11 @@ print(f"{len(allowed)} chunks pass; DenseIndex returned {len(a)}, Milvus {len(b)
 # %% [markdown]
 # ## 3. Same results? Dense, BM25, hybrid
 #
-# **Dense.** With a `FLAT` index Milvus searches exactly, like `DenseIndex(kind="flat")` and
-# like the numpy top-k of chapter 3. From scratch: score every chunk vector against every
-# question and keep the top 10; then compare with Milvus's top 10 for the same questions.
+# **Dense.** The dense mode *is* chapter 3's `DenseIndex`, on the collection's `MilvusStore`
+# instead of a `FaissStore` (`milvus.dense_`). With a `FLAT` index Milvus searches exactly,
+# like the default `FaissStore()` and like the numpy top-k of chapter 3. From scratch: score
+# every chunk vector against every question and keep the top 10; then compare with Milvus's
+# top 10 for the same questions.
 
 # %%
 questions = [q.standalone for q in hc.questions]
@@ -217,7 +223,8 @@ for text in ["How do I get a 14-day refund?", "ERR_CONN_4021 on the Hub", "call 
 def bm25_agreement(analyzer, items, queries, ours_bm25):
     placeholder = np.zeros((len(items), encoder.dim), np.float32)
     placeholder[:, 0] = 1.0                         # BM25 needs no real vectors
-    with MilvusRetriever(encoder, mode="bm25", analyzer=analyzer).build(items, vectors=placeholder) as bm:
+    store = MilvusStore(analyzer=analyzer)              # a temporary Milvus Lite database
+    with MilvusRetriever(encoder, store, mode="bm25").build(items, vectors=placeholder) as bm:
         pairs = [([h.id for h in ours_bm25.search(q, 50)], [h.id for h in bm.search(q, 50)]) for q in queries]
     return ([rank_correlation(a, b, 10) for a, b in pairs], [overlap_at_k(a, b, 10) for a, b in pairs])
 
@@ -266,7 +273,7 @@ print(f"Python docs: {len(py.documents):,} sections, {len(py.questions)} FAQ que
 t = time.perf_counter()
 py_ours = HybridRetriever(DenseIndex(encoder), BM25Index()).build(py.documents)
 t_ours = time.perf_counter() - t
-py_milvus = MilvusRetriever(encoder, uri=os.path.join(workdir, "pydocs.db")).build(py.documents)
+py_milvus = MilvusRetriever(encoder, MilvusStore(os.path.join(workdir, "pydocs.db"))).build(py.documents)
 print(f"built: ours {t_ours:.1f} s, Milvus Lite {py_milvus.build_seconds_:.1f} s "
       f"(vectors from the cache; Milvus also analyzes every text for BM25)")
 py_questions = [q.text for q in py.questions]
@@ -316,7 +323,7 @@ for q, a, b, s in zip(dev, here, there, same, strict=True):
 # Where the answers differ, the fused candidate lists differ, because the BM25 channel
 # tokenizes differently (section 3): the five candidates the reader reads are not the same
 # five, and it picks its sentence from another page. The trace each answer carries (chapter
-# 9) shows where to look: on Milvus, retrieval is one `retrieve` stage (the fusion happens
+# 9) shows where to look: on Milvus, retrieval is one `search` stage (the fusion happens
 # inside Milvus), where ours logs `dense`, `bm25` and `fuse` separately.
 
 # %%
@@ -360,7 +367,7 @@ print(f"  BM25Index rebuilt with the change: rank {rank_of(old.id, ours_after.se
 # Rebuilding the collection puts every row back into one segment:
 
 # %%
-rebuilt = MilvusRetriever(encoder, uri=os.path.join(workdir, "rebuilt.db")).build(
+rebuilt = MilvusRetriever(encoder, MilvusStore(os.path.join(workdir, "rebuilt.db"))).build(
     [changed if c.id == old.id else c for c in chunks])
 for mode in ("bm25", "hybrid"):
     print(f"rebuilt, Milvus Lite {mode:6s}: rank {rank_of(old.id, rebuilt.with_mode(mode).search(question, k=20))}")
@@ -410,7 +417,7 @@ except EncoderMismatchError as err:
 
 # %%
 code = textwrap.dedent(f"""
-    from ragbook.backends.milvus import MilvusLockedError, MilvusStore
+    from ragbook.stores import MilvusLockedError, MilvusStore
     try:
         MilvusStore({uri!r}).open()
     except MilvusLockedError as err:

@@ -55,6 +55,7 @@ from .retrieval import (
                   Retriever,
                   VectorStore,
 )
+from .stores import FaissStore, MilvusStore
 from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 
 __version__ = "0.1.0"
@@ -68,6 +69,7 @@ __all__ = [
     "Encoder", "PrefixScheme", "PREFIXES", "ModelUnavailableError", "active_profile", "models",
     "Workload", "RecursiveSplitter", "chunk_documents", "sliding_window_chunks", "window_count",
     "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
+    "FaissStore", "MilvusStore",
     "HybridRetriever", "IndexDriftError", "reciprocal_rank_fusion", "score_blend",
     "CrossEncoderReranker", "WindowScorer",
     "ExtractiveReader", "SentenceReader", "default_extractive_reader", "GenerativeReader",

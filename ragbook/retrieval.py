@@ -39,7 +39,7 @@ __all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFID
            "check_confidence_threshold", "trace_stage", "CorruptIndexError", "check_k",
            "check_query", "check_text", "check_threshold", "check_metadata", "validate_where",
            "matches", "translate_where", "record", "records_from", "index_text", "make_hit",
-           "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS"]
+           "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS", "check_vectors"]
 
 FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
 
@@ -159,9 +159,18 @@ def check_confidence_threshold(value: float | None, kind: str, bounds: tuple[flo
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """Where a dense retriever keeps vectors and their records (FAISS in process, Milvus
-    embedded or on a cluster). ``search`` takes a (q, dim) array and returns, per query, the
-    ids and the inner-product scores of the best ``k`` records passing ``where``."""
+    """Where a ``DenseIndex`` keeps vectors and their records: ``ragbook.stores.FaissStore``
+    in process, ``ragbook.stores.MilvusStore`` embedded or on a cluster. A store is a
+    ``Component``: its ``__init__`` takes settings only, and ``create(dim)`` makes it an empty
+    store for ``dim``-d vectors (the dimension is the encoder's, known only at build time).
+    Scores are inner products of unit vectors (= cosine); ``where`` is evaluated *inside*
+    the search, so a narrow filter still returns ``k`` hits when ``k`` items match.
+
+    ``DenseIndex`` uses nothing else, so a new engine is one class with these methods."""
+
+    def create(self, dim: int, properties: Mapping[str, str] | None = None) -> VectorStore:
+        """Empty the store and size it for ``dim``-d vectors; ``properties`` (str -> str, e.g.
+        the encoder's fingerprint) are kept with it. Returns the store."""
 
     def add(self, records: Sequence[dict], vectors: np.ndarray) -> None:
         """Store records (``id``, ``text``, ``metadata``, ...) with their unit vectors, one row
@@ -169,14 +178,33 @@ class VectorStore(Protocol):
 
     def search(self, vectors: np.ndarray, k: int, where: Mapping[str, Any] | None = None
                ) -> tuple[list[list[str]], list[np.ndarray]]:
-        """Per query vector, the ids and inner products of the best ``k`` records passing
-        ``where``."""
+        """Per query vector (rows of a (q, dim) array): the ids and inner products of the best
+        ``k`` records passing ``where``, best first, never padded. With ``where=None`` this is
+        the plain top ``k`` of the whole store (what a post-filter starts from)."""
 
     def get(self, ids: Sequence[str]) -> list[dict]:
         """The stored records with these ids, in the order asked (an unknown id is a KeyError)."""
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove records by id; returns how many were removed (unknown ids are skipped)."""
+
+    def records(self) -> list[dict]:
+        """Every stored record, in the order the items were added."""
+
+    def properties(self) -> dict[str, str]:
+        """The ``properties`` given to ``create``, as the store keeps them."""
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        """``corpus_fingerprint(self.records())``, changed by every write."""
+
+    def write(self, folder: Path) -> None:
+        """Persist the store into ``folder`` (``DenseIndex.save`` makes the folder, adds a
+        checksummed manifest holding the store's ``settings()``, and swaps it in atomically)."""
+
+    def read(self, folder: Path) -> VectorStore:
+        """Fill this store (made from the saved settings) from what ``write`` put in
+        ``folder``; returns the store."""
 
     def __len__(self) -> int: ...
 
@@ -189,6 +217,24 @@ def check_k(k: Any, name: str = "k") -> int:
         raise ValueError(f"{name} must be a whole number >= 1{what}, got {k!r}; "
                          f"pass e.g. {name}=10")
     return int(k)
+
+
+def check_vectors(vectors: Any, dim: int | None, n: int | None = None) -> np.ndarray:
+    """``vectors`` as a C-contiguous float32 (n, dim) array (one vector becomes one row),
+    refusing another dimension than ``dim``, another row count than ``n``, NaN and infinity."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        v = v.reshape(1, -1)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array (n, dim), got shape {v.shape}")
+    if dim is not None and v.shape[1] != dim:
+        raise ValueError(f"vectors have dimension {v.shape[1]} but this store holds "
+                         f"{dim}-d vectors; embed with the encoder that built it")
+    if n is not None and v.shape[0] != n:
+        raise ValueError(f"got {v.shape[0]} vectors for {n} items; give one row per item")
+    if not np.isfinite(v).all():
+        raise ValueError("vectors contain NaN or infinity; check the encoder's output")
+    return np.ascontiguousarray(v)
 
 
 def check_text(text: Any, name: str = "text") -> str:

@@ -5,6 +5,7 @@ from ragbook import Encoder
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex, EncoderMismatchError, NotBuiltError, matches
+from ragbook.stores import FaissStore
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +26,12 @@ def test_filter_inside_the_search_keeps_k_where_postfilter_finds_nothing(index):
     assert all(h.metadata["department"] == "community" for h in inside)
 
 
-def test_min_score_can_return_fewer_or_nothing(index):
+def test_min_cosine_can_return_fewer_or_nothing(index):
     hits = index.search("refund window for enterprise", k=10)
     cut = hits[2].score
-    assert [h.id for h in index.search("refund window for enterprise", k=10, min_score=cut)] == [
+    assert [h.id for h in index.search("refund window for enterprise", k=10, min_cosine=cut)] == [
         h.id for h in hits[:3]]
-    assert index.search("refund window for enterprise", k=10, min_score=1.01) == []
+    assert index.search("refund window for enterprise", k=10, min_cosine=1.01) == []
 
 
 def test_exact_search_equals_numpy_brute_force(index, chunks):
@@ -60,7 +61,7 @@ def test_a_different_query_encoder_is_refused(index, tmp_path):
 
 
 def test_hnsw_is_close_to_exact(index, chunks):
-    approx = DenseIndex(index.encoder, kind="hnsw", ef_search=64).build(
+    approx = DenseIndex(index.encoder, FaissStore(kind="hnsw", ef_search=64)).build(
         chunks, vectors=index.encoder.encode_passages([c.text for c in chunks]))
     qs = ["refund window", "ERR_CONN_4021 on the hub", "export tickets to csv", "sso setup"]
     overlap = np.mean([len({h.id for h in approx.search(q, 10)}
@@ -80,7 +81,7 @@ def test_build_checks_its_inputs(chunks):
     with pytest.raises(NotBuiltError, match="build"):
         DenseIndex().search("x")
     with pytest.raises(ValueError, match="kind must be"):
-        DenseIndex(kind="ivf")
+        FaissStore(kind="ivf")
 
 
 def test_where_operators():

@@ -15,16 +15,23 @@ import numpy as np
 import pytest
 
 from ragbook import Encoder
-from ragbook.backends import bytes_per_vector, hnsw_graph_bytes, milvus_filter, shards_needed
+from ragbook.backends import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.milvus import DEFAULT_ANALYZER, MATCH_NOTHING, MILVUS_STANDARD
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import paired_bootstrap, per_query, retrieve_run
 from ragbook.fusion import HybridRetriever
+from ragbook.milvus import MilvusRetriever
 from ragbook.retrieval import NotBuiltError, matches, records_from
+from ragbook.stores import (
+    DEFAULT_ANALYZER,
+    MATCH_NOTHING,
+    MILVUS_STANDARD,
+    MilvusStore,
+    milvus_filter,
+)
 from ragbook.types import Chunk, Document
 
 HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
@@ -115,16 +122,12 @@ def test_overlap_and_rank_correlation():
 
 
 def test_a_missing_extra_is_a_clear_error(monkeypatch):
-    from ragbook.backends.milvus import MilvusStore
-
     monkeypatch.setitem(sys.modules, "pymilvus", None)   # as if it were not installed
     with pytest.raises(ModuleNotFoundError, match=r'pip install "ragbook\[milvus\]"'):
         MilvusStore().create(8)
 
 
 def test_bad_settings_are_refused_before_connecting():
-    from ragbook.backends.milvus import MilvusRetriever, MilvusStore
-
     with pytest.raises(ValueError, match="ends in .db"):
         MilvusStore("some/folder")
     with pytest.raises(ValueError, match="index must be"):
@@ -168,8 +171,6 @@ def random_where(rng):
 
 @pytest.fixture(scope="module")
 def filter_store():
-    from ragbook.backends.milvus import MilvusStore
-
     rng = random.Random(0)
     items = [Document(id=f"item-{i}", text=f"item {i}", metadata=random_metadata(rng))
              for i in range(60)]
@@ -197,8 +198,6 @@ def test_milvus_filters_select_exactly_what_matches_selects(filter_store):
 
 @needs_milvus
 def test_store_add_get_upsert_delete():
-    from ragbook.backends.milvus import MilvusStore
-
     items = [Chunk(id=f"d:{i}-{i + 5}", doc_id="d", text=f"txt{i:02d}", start=i, end=i + 5,
                    metadata={"tags": ("a", "b"), "n": i}) for i in range(0, 30, 10)]
     records = records_from(items, contexts=["a note", "", "another note"])
@@ -227,8 +226,6 @@ def test_store_add_get_upsert_delete():
 @needs_milvus
 def test_ids_with_quotes_and_backslashes():
     """pymilvus's get/delete by id write the ids into an expression unescaped; ours escape."""
-    from ragbook.backends.milvus import MilvusStore
-
     docs = [Document('say "hi"', "a b"), Document("back\\slash", "c d"),
             Document("it's", "e f"), Document("ünï 😀", "g h")]
     with MilvusStore() as store:
@@ -241,10 +238,8 @@ def test_ids_with_quotes_and_backslashes():
 
 @needs_milvus
 def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, chunks, encoder):
-    from ragbook.backends.milvus import MilvusRetriever
-
     uri = tmp_path / "helpcentre.db"
-    built = MilvusRetriever(encoder, uri=uri, mode="dense").build(chunks[:40])
+    built = MilvusRetriever(encoder, MilvusStore(uri), mode="dense").build(chunks[:40])
     before = [h.id for h in built.search("refund window", k=5)]
     fp = built.corpus_fingerprint
     built.close()
@@ -259,19 +254,17 @@ def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, chunks, en
     with pytest.raises(EncoderMismatchError, match="some-other-model"):
         MilvusRetriever.open(uri, OtherEncoder(), mode="dense")
     with pytest.raises(FileNotFoundError, match="no collection 'nope'"):
-        MilvusRetriever.open(uri, encoder, collection="nope")
+        MilvusRetriever.open(MilvusStore(uri, "nope"), encoder)
 
 
 @needs_milvus
 def test_a_second_process_is_told_about_the_one_process_lock(tmp_path):
-    from ragbook.backends.milvus import MilvusStore
-
     uri = str(tmp_path / "locked.db")
     with MilvusStore(uri) as store:
         store.create(8)
         code = textwrap.dedent(f"""
             import logging; logging.disable(logging.CRITICAL)
-            from ragbook.backends.milvus import MilvusLockedError, MilvusStore
+            from ragbook.stores import MilvusLockedError, MilvusStore
             try:
                 MilvusStore({uri!r}).open()
             except MilvusLockedError as err:
@@ -290,8 +283,6 @@ def test_milvus_lite_quirks_we_rely_on(tmp_path):
     a newer Milvus Lite, this test says which workaround to revisit."""
     from pymilvus import MilvusClient
     from pymilvus.exceptions import MilvusException
-
-    from ragbook.backends.milvus import MilvusStore
 
     uri = str(tmp_path / "quirks.db")
     with MilvusStore(uri) as store:
@@ -340,8 +331,6 @@ def chunks():
 
 @pytest.fixture(scope="module")
 def helpcentre_pair(chunks, encoder):
-    from ragbook.backends.milvus import MilvusRetriever
-
     ours = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
     milvus = MilvusRetriever(encoder).build(chunks)
     yield ours, milvus
@@ -406,8 +395,6 @@ def test_hybrid_recall_matches_ours_within_noise(helpcentre_pair):
 @needs_milvus
 def test_bm25_on_the_python_docs(encoder):
     """All 10,370 sections (no embedding needed: placeholder unit vectors), FAQ queries."""
-    from ragbook.backends.milvus import MilvusRetriever
-
     py = load_pydocs()
     ours = BM25Index().build(py.documents)
     vectors = unit_rows(len(py.documents), dim=encoder.dim)
@@ -422,8 +409,6 @@ def test_bm25_on_the_python_docs(encoder):
 @needs_milvus
 def test_dense_on_a_python_docs_sample(encoder):
     """The FAQ answers plus 1,500 other sections (the sample tests/test_evaluate.py embeds)."""
-    from ragbook.backends.milvus import MilvusRetriever
-
     py = load_pydocs()
     faq = [d for d in py.documents if d.metadata["file"].startswith("faq/")]
     others = [d for d in py.documents if not d.metadata["file"].startswith("faq/")][::7][:1500]

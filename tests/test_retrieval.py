@@ -11,7 +11,7 @@ from ragbook import Encoder
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre
-from ragbook.dense import DenseIndex, FaissStore
+from ragbook.dense import DenseIndex
 from ragbook.fusion import HybridRetriever, IndexDriftError
 from ragbook.retrieval import (
     CorruptIndexError,
@@ -25,6 +25,7 @@ from ragbook.retrieval import (
     translate_where,
     validate_where,
 )
+from ragbook.stores import FaissStore
 from ragbook.types import Chunk, Document
 
 
@@ -62,12 +63,12 @@ def test_thresholds_must_be_finite_numbers(value):
         check_threshold(value)
 
 
-def test_nan_min_score_no_longer_returns_everything(dense):
-    """DenseIndex(min_score=nan) used to keep every hit (nothing compares below NaN)."""
-    with pytest.raises(ValueError, match="min_score"):
-        DenseIndex(Encoder(), min_score=float("nan"))
-    with pytest.raises(ValueError, match="min_score"):
-        dense.search("refund", k=3, min_score="0.5")
+def test_nan_min_cosine_no_longer_returns_everything(dense):
+    """DenseIndex(min_cosine=nan) used to keep every hit (nothing compares below NaN)."""
+    with pytest.raises(ValueError, match="min_cosine"):
+        DenseIndex(Encoder(), min_cosine=float("nan"))
+    with pytest.raises(ValueError, match="min_cosine"):
+        dense.search("refund", k=3, min_cosine="0.5")
     with pytest.raises(ValueError, match="threshold"):
         from ragbook.rerank import CrossEncoderReranker
         CrossEncoderReranker(threshold=math.nan)
@@ -184,7 +185,7 @@ def test_wrong_dimension_vectors_get_a_clear_error(dense, chunks):
 
 def test_huge_k_is_clamped_for_hnsw(chunks):
     """HNSW used to pass k into efSearch unclamped: OverflowError."""
-    index = DenseIndex(Encoder(), kind="hnsw").build(chunks)
+    index = DenseIndex(Encoder(), FaissStore(kind="hnsw")).build(chunks)
     assert len(index.search("refund", k=10**12)) == len(chunks)
     assert len(index.search("refund", k=np.int64(5))) == 5
 
@@ -226,7 +227,7 @@ def test_store_add_get_delete_search(kind):
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     recs = [{"id": f"r{i}", "doc_id": "d", "text": f"t{i}", "start": 0, "end": 2,
              "metadata": {"even": i % 2 == 0}} for i in range(6)]
-    store = FaissStore(4, kind=kind)
+    store = FaissStore(kind=kind).create(4)
     store.add(recs, vecs)
     assert len(store) == 6 and store.get(["r3", "r0"]) == [recs[3], recs[0]]
     ids, scores = store.search(vecs[[2]], k=2)
@@ -270,8 +271,8 @@ def test_a_save_that_fails_midway_leaves_the_old_index_whole(make, chunks, tmp_p
 
     monkeypatch.setattr(retrieval, "dumps", boom)
     import ragbook.bm25
-    import ragbook.dense
-    monkeypatch.setattr(ragbook.dense, "dumps", boom)
+    import ragbook.stores.faiss
+    monkeypatch.setattr(ragbook.stores.faiss, "dumps", boom)
     monkeypatch.setattr(ragbook.bm25, "dumps", boom)
     with pytest.raises(OSError, match="disk full"):
         new.save(path)

@@ -1,27 +1,26 @@
-"""The retriever contract on Milvus: one client for Milvus Lite (embedded) and a cluster.
+"""MilvusStore: the ``VectorStore`` on Milvus, one client for Milvus Lite and a cluster.
 
 ``pymilvus.MilvusClient`` talks to a Milvus Lite database when given a local path ending in
 ``.db`` (a *folder*: Milvus Lite keeps a write-ahead log, Parquet segments and FAISS indexes
 there, and serves them over gRPC from a thread of this process) and to a Milvus standalone
 server or cluster when given ``http://host:19530``. Nothing else in this module changes.
 
-One collection holds everything a retriever needs, one row per item::
+One collection holds everything, one row per item::
 
     id (primary key)  doc_id  text  context_chars  start  end  metadata (JSON)  tuples  seq
     vector  (FLOAT_VECTOR, FLAT or HNSW index, inner product)
     sparse  (SPARSE_FLOAT_VECTOR, written by Milvus's BM25 function from ``text``)
 
 so the dense and the keyword index are written by one insert and cannot drift apart.
+``DenseIndex(encoder, MilvusStore(uri))`` uses the ``VectorStore`` protocol (the dense
+field); ``MilvusRetriever`` (``ragbook.milvus``) adds what only Milvus does: BM25 on the
+sparse field (``keyword_search``) and both fused inside Milvus (``hybrid_search``).
 ``where`` filters become Milvus boolean expressions on the JSON field and run *inside* the
-search (``milvus_filter``, ``ragbook.backends.expressions``); a condition that cannot be
-written is an error, never dropped.
+search (``ragbook.stores.expressions``); a condition that cannot be written is an error,
+never dropped.
 
->>> milvus_filter({"department": "community", "status": {"$ne": "superseded"}})
-'metadata["department"] == "community" and (metadata["status"] is null or \
-metadata["status"] != "superseded")'
->>> retriever = MilvusRetriever(Encoder(), uri="milvus/hc.db").build(chunks)  # doctest: +SKIP
->>> retriever.search("refund window?", k=3, where={"status": "current"})   # doctest: +SKIP
-[Hit(id='billing-refund-policy:0-812', score=0.0325..., rank=1, ...), ...]
+>>> MilvusStore("milvus/helpcentre.db", index="HNSW")      # settings only: nothing connects yet
+MilvusStore(uri='milvus/helpcentre.db', index='HNSW')
 
 Measured quirks of Milvus Lite 3.2.2 (``tests/test_milvus.py`` pins each one): BM25
 distances come back negative (``-score``; a server returns ``+score``), so scores are
@@ -30,24 +29,23 @@ opening the same folder fails with a bare "Open local milvus failed" (we say why
 knows only the ``standard`` and ``jieba`` tokenizers, always lower-cases, and ignores every
 filter but ``stop`` (a server's ``standard`` tokenizer needs the ``lowercase`` filter to
 match); BM25 statistics (IDF, average length) are per segment, not per collection; ``in`` is
-not accepted on JSON paths (``ragbook.backends.expressions``); Lite's BM25 ``k1`` defaults
+not accepted on JSON paths (``ragbook.stores.expressions``); Lite's BM25 ``k1`` defaults
 to 1.5, Milvus's and ours to 1.2, so it is always set. New rows are searchable by BM25
 without a ``flush`` (Strong consistency), but scored with the statistics of the segment they
-sit in: ``build`` flushes the bulk load into one segment, while a row added or upserted later
-sits in a small segment of its own and gets a near-zero IDF there (chapter 11 shows an edited
-chunk falling out of the BM25 top 20; rebuilding cures it). Dense search is unaffected.
+sit in: ``MilvusRetriever.build`` flushes the bulk load into one segment, while a row added
+or upserted later sits in a small segment of its own and gets a near-zero IDF there
+(chapter 11 shows an edited chunk falling out of the BM25 top 20; rebuilding cures it).
+Dense search is unaffected.
 """
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import os
 import re
 import shutil
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -56,22 +54,18 @@ from typing import Any
 import numpy as np
 
 from ..bm25 import STOPWORDS
-from ..dense import EncoderMismatchError, _check_vectors, passage_vectors
-from ..embeddings import Encoder
+from ..component import Component
 from ..retrieval import (
     NotBuiltError,
     check_k,
-    check_query,
+    check_vectors,
     corpus_fingerprint,
     index_text,
-    make_hit,
-    records_from,
 )
-from ..types import Chunk, Document, Hit
 from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
 
-__all__ = ["MilvusStore", "MilvusRetriever", "MilvusLockedError", "milvus_filter",
-           "DEFAULT_ANALYZER", "MILVUS_STANDARD", "MATCH_NOTHING"]
+__all__ = ["MilvusStore", "MilvusLockedError", "DEFAULT_ANALYZER", "MILVUS_STANDARD",
+           "INDEXES", "MAX_K"]
 
 # Milvus's standard analyzer, plus the stopwords ragbook's BM25 drops: without them a
 # question's "how do I" outweighs its content words (Spearman's rho with our BM25 on the
@@ -81,7 +75,6 @@ DEFAULT_ANALYZER = {"tokenizer": "standard",
                     "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS)}]}
 MAX_K = 16_384             # Milvus's ceiling on topk / limit
 INDEXES = ("FLAT", "HNSW")
-MODES = ("dense", "bm25", "hybrid")
 FORMAT = "1"
 _OUT = ["doc_id", "text", "context_chars", "start", "end", "metadata", "tuples"]
 
@@ -153,6 +146,7 @@ def _quiet(*loggers: str):
 
 # -- the Milvus Lite servers this process started ------------------------------------------
 _OPEN: dict[str, int] = {}   # folder -> stores using it here
+_SCRATCH: dict[str, str] = {}  # temporary folder -> the directory to delete with it
 _LOCAL_GRPC = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": 0}
 
 
@@ -179,8 +173,9 @@ def _locked_elsewhere(folder: str) -> bool:
         os.close(fd)
 
 
-def _release(folder: str, scratch: str | None) -> None:
-    """Stop this process's Milvus Lite server for ``folder`` when no store uses it."""
+def _release(folder: str) -> None:
+    """Stop this process's Milvus Lite server for ``folder`` when no store uses it (and delete
+    the folder if it was a temporary one)."""
     _OPEN[folder] = _OPEN.get(folder, 1) - 1
     if _OPEN[folder] <= 0:
         _OPEN.pop(folder, None)
@@ -189,18 +184,22 @@ def _release(folder: str, scratch: str | None) -> None:
             server_manager_instance.release_server(folder)
         except ImportError:
             pass
-    if scratch:
-        shutil.rmtree(scratch, ignore_errors=True)
+        scratch = _SCRATCH.pop(folder, None)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
-class MilvusStore:
+class MilvusStore(Component):
     """The ``VectorStore`` on Milvus (settings here; ``create`` or ``open`` connects).
 
     ``uri``: a Milvus Lite folder ending in ``.db`` (None: a temporary one, deleted on
-    ``close``), or ``http://host:19530`` for a server or cluster (``token`` if it needs one).
+    ``close``), or ``http://host:19530`` for a server or cluster. ``token``: for a server that
+    needs one; empty reads ``MILVUS_TOKEN`` from the environment when connecting (a token
+    given here is a setting like any other, so ``write`` refuses to save it into a manifest).
     ``index``: ``FLAT`` (exact) or ``HNSW`` (``hnsw_m`` links, ``ef_construction``,
-    ``ef_search`` candidates per query). ``analyzer``, ``bm25_k1``, ``bm25_b``: the keyword
-    side. Writes and reads use Strong consistency, so a search sees every earlier write.
+    ``ef_search`` candidates per query). ``analyzer`` (None: ``DEFAULT_ANALYZER``),
+    ``bm25_k1``, ``bm25_b``: the keyword side. Writes and reads use Strong consistency, so a
+    search sees every earlier write.
     """
 
     def __init__(self, uri: str | os.PathLike | None = None, collection: str = "ragbook", *,
@@ -218,14 +217,15 @@ class MilvusStore:
         if uri is not None and _is_local(uri) and not uri.endswith(".db"):
             raise ValueError(f"uri {uri!r}: a Milvus Lite database is a folder whose name ends "
                              f"in .db (e.g. 'milvus/helpcentre.db'); a server is http://host:19530")
+        if analyzer is not None and not isinstance(analyzer, Mapping):
+            raise TypeError(f"analyzer must be a mapping of Milvus analyzer params (e.g. "
+                            f"MILVUS_STANDARD) or None, got {type(analyzer).__name__}")
         self.uri, self.collection, self.index, self.token = uri, collection, index, token
         self.hnsw_m, self.ef_construction = check_k(hnsw_m, "hnsw_m"), ef_construction
         self.ef_search, self.batch_size = check_k(ef_search, "ef_search"), batch_size
-        self.analyzer = dict(analyzer or DEFAULT_ANALYZER)
+        self.analyzer = None if analyzer is None else dict(analyzer)
         self.bm25_k1, self.bm25_b = float(bm25_k1), float(bm25_b)
         self._client = None
-        self._fingerprint: str | None = None
-        self._next_seq: int | None = None
 
     # -- connecting ------------------------------------------------------------------------
     @property
@@ -239,13 +239,16 @@ class MilvusStore:
 
     def _connect(self):
         pymilvus = _pymilvus()
-        if self.uri is not None and not _is_local(self.uri):
-            return pymilvus.MilvusClient(uri=self.uri, token=self.token)
+        uri = getattr(self, "uri_", None) or self.uri
+        if uri is not None and not _is_local(uri):
+            self.uri_ = uri
+            return pymilvus.MilvusClient(uri=uri,
+                                         token=self.token or os.environ.get("MILVUS_TOKEN", ""))
         scratch = None
-        if self.uri is None:
+        if uri is None:
             scratch = tempfile.mkdtemp(prefix="ragbook-milvus-")
-            self.uri = os.path.join(scratch, "milvus.db")
-        folder = os.path.abspath(self.uri)
+            uri = os.path.join(scratch, "milvus.db")
+        folder = os.path.abspath(uri)
         Path(folder).parent.mkdir(parents=True, exist_ok=True)
         try:
             import milvus_lite  # noqa: F401
@@ -267,7 +270,10 @@ class MilvusStore:
                     f"every process to http://127.0.0.1:19530") from None
             raise RuntimeError(f"could not open Milvus Lite at {folder!r}: {err}") from err
         _OPEN[folder] = _OPEN.get(folder, 0) + 1
-        self._closer = weakref.finalize(self, _release, folder, scratch)
+        if scratch:
+            _SCRATCH[folder] = scratch
+        self.uri_ = folder
+        self._closer = weakref.finalize(self, _release, folder)
         return client
 
     def close(self) -> None:
@@ -298,7 +304,7 @@ class MilvusStore:
         s.add_field("id", pm.DataType.VARCHAR, is_primary=True, max_length=1024)
         s.add_field("doc_id", pm.DataType.VARCHAR, max_length=1024)
         s.add_field("text", pm.DataType.VARCHAR, max_length=65_535, enable_analyzer=True,
-                    analyzer_params=self.analyzer)
+                    analyzer_params=self.analyzer or DEFAULT_ANALYZER)
         for name in ("context_chars", "start", "end", "seq"):
             s.add_field(name, pm.DataType.INT64)
         s.add_field("metadata", pm.DataType.JSON)
@@ -315,28 +321,31 @@ class MilvusStore:
         ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX",
                      metric_type="BM25", params={"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b})
         props = {"ragbook.format": FORMAT, "ragbook.dim": str(dim),
-                 "ragbook.index": self.index, **(properties or {})}
+                 "ragbook.index": self.index,
+                 **{str(k): str(v) for k, v in (properties or {}).items()}}
         c.create_collection(self.collection, schema=s, index_params=ip,
                             consistency_level="Strong", properties=props)
         c.load_collection(self.collection)
-        self.dim_, self.properties_ = dim, props
+        self.dim_, self.index_, self.properties_ = dim, self.index, props
         self._fingerprint, self._next_seq = None, 0
         return self
 
     def open(self) -> MilvusStore:
         """Attach to an existing collection (a reopened one must be loaded before searching:
-        this does it) and read its dimension and properties."""
+        this does it) and read its dimension, index type and properties. Raises
+        ``FileNotFoundError`` when there is no such collection."""
         c = self.client
         if not c.has_collection(self.collection):
-            raise FileNotFoundError(f"no collection {self.collection!r} at {self.uri!r} (it "
-                                    f"has {c.list_collections()}); build one first")
+            raise FileNotFoundError(f"no collection {self.collection!r} at "
+                                    f"{self.uri_ or self.uri!r} (it has "
+                                    f"{c.list_collections()}); build one first")
         props = dict(c.describe_collection(self.collection).get("properties") or {})
         if props.get("ragbook.format") != FORMAT:
             raise ValueError(f"collection {self.collection!r} was not written by this "
                              f"ragbook (format {props.get('ragbook.format')!r}); rebuild it")
         c.load_collection(self.collection)
         self.dim_, self.properties_ = int(props["ragbook.dim"]), props
-        self.index = props.get("ragbook.index", self.index)
+        self.index_ = props.get("ragbook.index", self.index)
         self._fingerprint = self._next_seq = None
         return self
 
@@ -345,6 +354,12 @@ class MilvusStore:
             raise NotBuiltError("this MilvusStore is not connected to a collection: call "
                                 ".create(dim) or .open()")
         return self.client
+
+    def properties(self) -> dict[str, str]:
+        """The collection's properties: ``create``'s ``properties`` plus ragbook's own
+        (``ragbook.format``, ``ragbook.dim``, ``ragbook.index``)."""
+        self._ready()
+        return dict(self.properties_)
 
     # -- writing ---------------------------------------------------------------------------
     def _existing(self, ids: Sequence[str], fields=("seq",)) -> dict[str, dict]:
@@ -357,7 +372,7 @@ class MilvusStore:
         return out
 
     def _seq(self) -> int:
-        if self._next_seq is None:
+        if getattr(self, "_next_seq", None) is None:
             seqs = [r["seq"] for r in self._scan(["seq"])]
             self._next_seq = max(seqs, default=-1) + 1
         return self._next_seq
@@ -368,8 +383,7 @@ class MilvusStore:
         self._fingerprint = None
 
     def _rows(self, records, vectors, seqs) -> list[dict]:
-
-        vectors = _check_vectors(vectors, self.dim_, len(records))
+        vectors = check_vectors(vectors, self.dim_, len(records))
         if len({r["id"] for r in records}) != len(records):
             raise ValueError("the records to write repeat an id; ids must be unique")
         return [_row(r, v, s) for r, v, s in zip(records, vectors, seqs, strict=True)]
@@ -412,7 +426,8 @@ class MilvusStore:
         return len(found)
 
     def flush(self) -> None:
-        """Seal what was written into segments (on a cluster: lets indexes build on them)."""
+        """Seal what was written into segments (on a cluster: lets indexes build on them; on
+        Milvus Lite: one segment, so one set of BM25 statistics, for the bulk load)."""
         self._ready().flush(self.collection)
 
     # -- reading ---------------------------------------------------------------------------
@@ -449,11 +464,12 @@ class MilvusStore:
     @property
     def corpus_fingerprint(self) -> str:
         """``ragbook.retrieval.corpus_fingerprint`` of the records in corpus order: equal to a
-        DenseIndex's built from the same items (cached; reset by this store's writes)."""
-        if self._fingerprint is None:
+        FaissStore's holding the same items (cached; reset by this store's writes)."""
+        if getattr(self, "_fingerprint", None) is None:
             self._fingerprint = corpus_fingerprint(self.records())
         return self._fingerprint
 
+    # -- searching -------------------------------------------------------------------------
     def _search(self, field: str, data: list, k: int, expr: str, ids_only: bool = False,
                 **extra) -> list[list]:
         """Per query: [(record, score), ...] best first, ``expr`` applied in the search;
@@ -482,7 +498,7 @@ class MilvusStore:
         return [[(row(h), fix(float(h["distance"]))) for h in hits] for hits in res]
 
     def _dense_params(self, k: int) -> dict:
-        if self.index == "HNSW":  # a graph search returns at most ef results: explore >= k
+        if self.index_ == "HNSW":  # a graph search returns at most ef results: explore >= k
             return {"metric_type": "IP", "params": {"ef": max(self.ef_search, k)}}
         return {"metric_type": "IP"}
 
@@ -490,173 +506,60 @@ class MilvusStore:
                ) -> tuple[list[list[str]], list[np.ndarray]]:
         """Per query row: the ids and inner products of the best ``k`` records passing
         ``where`` (filtered inside Milvus's search)."""
-
         self._ready()
-        q = _check_vectors(vectors, self.dim_)
+        q = check_vectors(vectors, self.dim_)
         found = self._search("vector", q.tolist(), k, milvus_filter(where), ids_only=True)
         return ([[i for i, _ in hits] for hits in found],
                 [np.array([s for _, s in hits], dtype=np.float32) for hits in found])
 
-    def __repr__(self) -> str:
-        where = "not connected" if self._client is None else f"{self.uri!r}"
-        return f"MilvusStore({where}, collection={self.collection!r}, index={self.index!r})"
-
-
-class MilvusRetriever:
-    """Dense, BM25 or hybrid retrieval on Milvus, satisfying the ``Retriever`` contract.
-
-    ``mode``: ``dense`` (inner product of unit vectors = cosine), ``bm25`` (Milvus's BM25
-    function over ``text``) or ``hybrid`` (both, each ``depth`` deep, fused by Milvus's
-    ``RRFRanker(rrf_k)`` inside ``hybrid_search``). One collection serves all three:
-    ``with_mode`` gives another view of it. The other settings go to ``MilvusStore``.
-    """
-
-    def __init__(self, encoder=None, *, uri: str | os.PathLike | None = None,
-                 collection: str = "ragbook", mode: str = "hybrid", depth: int = 100,
-                 rrf_k: int = 60, **store_settings):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or not 0 < rrf_k < 16_384:
-            raise ValueError(f"rrf_k must be a whole number in 1..16383 (Milvus's RRFRanker "
-                             f"takes an int), got {rrf_k!r}")
-        if encoder is None:
-            encoder = Encoder()
-        self.encoder, self.uri, self.collection, self.mode = encoder, uri, collection, mode
-        self.depth, self.rrf_k = check_k(depth, "depth"), rrf_k
-        self.store_settings = store_settings
-
-    # -- building, reopening, writing ------------------------------------------------------
-    def build(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None,
-              contexts: Sequence[str] | None = None) -> MilvusRetriever:
-        """Embed ``items`` (or take ``vectors``) and write them, with their BM25 vectors, into a
-        fresh collection (one that exists is replaced). ``contexts``: a note per item indexed
-        in front of its text by both channels; hits return the item's own text. Returns self.
-        Raises ``ValueError`` for blank texts, duplicate ids or bad vectors (naming the item),
-        ``ModuleNotFoundError`` when pymilvus/milvus-lite are not installed (with the pip
-        command), ``MilvusLockedError`` when another process has the local database open."""
-        records = records_from(items, contexts)
-        vectors = self._vectors(records, vectors)
-        t = time.perf_counter()
-        store = MilvusStore(self.uri, self.collection, **self.store_settings)
-        store.create(vectors.shape[1] if len(records) else self.encoder.dim,
-                     {"ragbook.encoder": self.encoder.fingerprint})
-        store.add(records, vectors)
-        store.flush()
-        self.build_seconds_ = time.perf_counter() - t
-        self.store_, self.uri = store, store.uri
-        self.encoder_fingerprint_ = self.encoder.fingerprint
-        return self
-
-    @classmethod
-    def open(cls, uri: str | os.PathLike, encoder=None, *, collection: str = "ragbook",
-             mode: str = "hybrid", depth: int = 100, rrf_k: int = 60, **store_settings
-             ) -> MilvusRetriever:
-        """Reopen a collection written by ``build`` (this or another session). The query
-        encoder must be the one that built it: checked now, not at the first query
-        (``EncoderMismatchError``). ``FileNotFoundError`` when there is no such collection."""
-        self = cls(encoder, uri=uri, collection=collection, mode=mode, depth=depth,
-                   rrf_k=rrf_k, **store_settings)
-        self.store_ = MilvusStore(uri, collection, **store_settings).open()
-        self.encoder_fingerprint_ = self.store_.properties_.get("ragbook.encoder", "?")
-        self._check_encoder()
-        return self
-
-    def _vectors(self, records: list[dict], vectors) -> np.ndarray:
-        return passage_vectors(self.encoder, records, vectors)
-
-    def add(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
-            ) -> MilvusRetriever:
-        """Embed and insert more items (an id already stored is an error)."""
-        self._check_encoder()
-        records = records_from(items)
-        self._built().add(records, self._vectors(records, vectors))
-        return self
-
-    def upsert(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
-               ) -> tuple[int, int]:
-        """Insert or replace items by id, both channels in one write; (added, replaced)."""
-        self._check_encoder()
-        records = records_from(items)
-        return self._built().upsert(records, self._vectors(records, vectors))
-
-    def delete(self, ids: Sequence[str]) -> int:
-        """Remove items by id; returns how many were removed."""
-        return self._built().delete(list(ids))
-
-    def close(self) -> None:
-        """Close the store (see ``MilvusStore.close``); a retriever that was never built has
-        nothing to close. Using it as a context manager calls this on exit."""
-        if hasattr(self, "store_"):
-            self.store_.close()
-
-    def __enter__(self) -> MilvusRetriever:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # -- the contract ----------------------------------------------------------------------
-    def _built(self) -> MilvusStore:
-        if not hasattr(self, "store_"):
-            raise NotBuiltError("this MilvusRetriever is empty: call .build(chunks) or "
-                                "MilvusRetriever.open(uri)")
-        return self.store_
-
-    def _check_encoder(self) -> None:
-
-        self._built()
-        if self.encoder.fingerprint != self.encoder_fingerprint_:
-            raise EncoderMismatchError(
-                f"collection {self.collection!r} was built with {self.encoder_fingerprint_!r} "
-                f"but the query encoder is {self.encoder.fingerprint!r}; vectors of different "
-                f"models are not comparable. Query with the same encoder, or rebuild")
-
-    def with_mode(self, mode: str) -> MilvusRetriever:
-        """The same collection searched another way (``dense``, ``bm25`` or ``hybrid``)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        view = copy.copy(self)
-        view.mode = mode
-        return view
-
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """The best ``k`` items for ``query``, best first, filtered by ``where`` inside the
-        search (dense: cosine; bm25: BM25 score; hybrid: RRF score). Raises ``NotBuiltError``
-        before ``build``/``open``, ``EncoderMismatchError`` when the query encoder is not
-        the one that built the collection, ``ValueError`` for a blank query or a bad ``k``,
-        ``TypeError``/``ValueError`` for a ``where`` that cannot be translated to a Milvus
-        filter."""
-        store = self._built()
-        k, query = check_k(k), check_query(query)
+    def keyword_search(self, queries: Sequence[str], k: int,
+                       where: Mapping[str, Any] | None = None) -> list[list[tuple[dict, float]]]:
+        """Milvus's BM25 over the ``text`` field (analyzed by ``analyzer``): per query, the
+        best ``k`` (record, BM25 score) pairs passing ``where``, best first."""
         expr = milvus_filter(where)
-        if self.mode == "bm25":
-            found = store._search("sparse", [query], k, expr)
-        else:
-            self._check_encoder()
-            qv = self.encoder.encode_queries([query]).tolist()
-            if self.mode == "dense":
-                found = store._search("vector", qv, k, expr)
-            else:
-                found = store._search("hybrid", [query], k, expr, vectors=qv,
-                                      depth=self.depth, rrf_k=self.rrf_k)
-        return [make_hit(rec, score, r) for r, (rec, score) in enumerate(found[0], 1)]
+        return self._search("sparse", list(queries), k, expr)
 
-    def __len__(self) -> int:
-        return len(self.store_) if hasattr(self, "store_") else 0
+    def hybrid_search(self, queries: Sequence[str], vectors: np.ndarray, k: int,
+                      where: Mapping[str, Any] | None = None, *, depth: int = 100,
+                      rrf_k: int = 60) -> list[list[tuple[dict, float]]]:
+        """Dense (``vectors``) and BM25 (``queries``) searches, each ``depth`` deep with
+        ``where`` applied, fused inside Milvus by ``RRFRanker(rrf_k)`` in one
+        ``hybrid_search`` call: per query, the best ``k`` (record, RRF score) pairs."""
+        expr = milvus_filter(where)
+        self._ready()
+        q = check_vectors(vectors, self.dim_, len(queries))
+        return self._search("hybrid", list(queries), k, expr, vectors=q.tolist(),
+                            depth=check_k(depth, "depth"), rrf_k=rrf_k)
 
-    @property
-    def items_(self) -> list[dict]:
-        """Every stored record (id, doc_id, text, start, end, metadata), in corpus order."""
-        return self._built().records()
+    # -- persistence: the collection persists itself ------------------------------------------
+    def write(self, folder: Path) -> None:
+        """Milvus keeps the data: flush it, and write ``milvus.json`` (where the collection
+        is, how many rows) into ``folder``; the saved ``settings()`` reopen it. Refuses a
+        temporary database (``uri=None``, deleted on close) and a ``token`` (it would be
+        written into the manifest; give it through ``MILVUS_TOKEN`` instead)."""
+        if self.uri is None:
+            raise ValueError("this MilvusStore is a temporary Milvus Lite database (uri=None), "
+                             "deleted when it closes, so a save could not reopen it: give it "
+                             "a uri (a folder ending in .db, or http://host:19530)")
+        if self.token:
+            raise ValueError("this MilvusStore was given a token, and a save writes its "
+                             "settings into manifest.json; pass the token through the "
+                             "MILVUS_TOKEN environment variable instead")
+        self.flush()
+        (Path(folder) / "milvus.json").write_text(json.dumps(
+            {"uri": self.uri, "collection": self.collection, "count": len(self)}),
+            encoding="utf-8")
 
-    @property
-    def corpus_fingerprint(self) -> str:
-        """The store's ``corpus_fingerprint`` (ids and texts, in order): equal to a
-        ``DenseIndex`` built from the same chunks. Raises ``NotBuiltError`` before ``build``."""
-        return self._built().corpus_fingerprint
+    def read(self, folder: Path) -> MilvusStore:
+        """Reopen the collection a saved ``milvus.json`` in ``folder`` points to (this store's
+        settings are the saved ones); returns the store. ``FileNotFoundError`` when the
+        collection is gone."""
+        saved = json.loads((Path(folder) / "milvus.json").read_text(encoding="utf-8"))
+        if (saved["uri"], saved["collection"]) != (self.uri, self.collection):
+            raise ValueError(f"{str(folder)!r} points to collection {saved['collection']!r} at "
+                             f"{saved['uri']!r}, not this store's {self.collection!r} at "
+                             f"{self.uri!r}")
+        return self.open()
 
-    def __repr__(self) -> str:
-        state = (f"{self.store_.uri!r}/{self.collection}" if hasattr(self, "store_")
-                 else "not built")
-        return f"MilvusRetriever(mode={self.mode!r}, {state})"
+    def _repr_state(self) -> str:
+        return "" if self._client is None else f"connected to {self.uri_!r}"
