@@ -38,14 +38,13 @@ import numpy as np
 from ragbook import Encoder, models
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
+from ragbook.condense import LLMCondenser, RuleCondenser
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, run_from_hits
 from ragbook.fusion import HybridRetriever, reciprocal_rank_fusion
 from ragbook.pipeline import (
-    LLMCondenser,
     Pipeline,
-    RuleCondenser,
     gold_ranks,
     outcome,
     read_traces,

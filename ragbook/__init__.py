@@ -12,6 +12,7 @@ from .bm25 import BM25Index, Tokenizer
 from .cache import Cache, CachedRetriever
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
 from .component import Component
+from .condense import LLMCondenser, RuleCondenser
 from .cost import Workload
 from .datasets import (
                   generate_tickets,
@@ -29,7 +30,6 @@ from .evaluate import (  # evaluate() stays in ragbook.evaluate
 )
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
 from .llm import (
-                  ChatServer,
                   LLMResponseError,
                   LLMUnavailableError,
                   LocalLLM,
@@ -37,7 +37,7 @@ from .llm import (
                   get_llm,
 )
 from .models import ModelUnavailableError, active_profile
-from .pipeline import CachedPipeline, LLMCondenser, Pipeline, Prepared, Result, RuleCondenser
+from .pipeline import CachedPipeline, Pipeline, Prepared, Result
 from .readers import (
                   NOT_IN_CONTEXT,
                   ExtractiveReader,
@@ -55,6 +55,7 @@ from .retrieval import (
                   Retriever,
                   VectorStore,
 )
+from .server import ChatServer
 from .stores import FaissStore, MilvusStore
 from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 

@@ -31,7 +31,11 @@ import json
 import os
 from typing import Any
 
-__all__ = ["Component", "identity_of"]
+__all__ = ["Component", "identity_of", "NotBuiltError"]
+
+
+class NotBuiltError(RuntimeError):
+    """A component was used before ``build`` (or ``load``)."""
 
 #: Settings never shown by ``__repr__`` nor hashed into a fingerprint (a key changes who may
 #: ask, not what the answer is).
@@ -97,8 +101,6 @@ class Component:
         """A short hash of the class, every setting (sub-components by their fingerprint),
         the corpus when built (``corpus_fingerprint``) and ``_fingerprint_extra()``: equal
         fingerprints give equal results, and changing any one setting changes it."""
-        from .retrieval import NotBuiltError
-
         parts: dict[str, Any] = {"type": f"{type(self).__module__}.{type(self).__qualname__}",
                                  "settings": {n: identity_of(self._setting(n))
                                               for n in self._setting_names()

@@ -31,17 +31,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .bm25 import Tokenizer
 from .cache import Cache
 from .component import Component
-from .llm import default_llm_identity, get_llm
+from .condense import RuleCondenser
+from .conflicts import find_conflict
 from .readers import Span, default_extractive_reader, instruction_like
 from .retrieval import (
     check_confidence_threshold,
@@ -53,8 +52,7 @@ from .retrieval import (
 )
 from .types import Answer, Hit, Stage
 
-__all__ = ["Pipeline", "Result", "Prepared", "RuleCondenser", "LLMCondenser", "read_traces",
-           "quantities", "topic_words", "find_conflict", "outcome", "ESCALATIONS",
+__all__ = ["Pipeline", "Result", "Prepared", "read_traces", "outcome", "ESCALATIONS",
            "CachedPipeline", "with_history", "gold_ranks"]
 
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
@@ -136,180 +134,6 @@ def read_traces(path: str | os.PathLike) -> list[Result]:
                                  f"({type(err).__name__}: {err}); was it written by "
                                  f"Pipeline(trace_path=...)?") from None
     return out
-
-
-# -- query condensation ---------------------------------------------------------------------
-_PLANS = ("free", "starter", "pro", "team", "enterprise")
-_PLAN = re.compile(r"\b(" + "|".join(_PLANS) + r")\b", re.I)
-_CONNECTIVE = re.compile(r"^\s*(and|but|also|so|ok(ay)?|cool|nice|then|what about|how about|"
-                         r"what if)\b", re.I)
-_BACK_REFERENCE = re.compile(r"\b(it|that|this|those|these|they|them|there|one|ones|"
-                             r"the two|either)\b", re.I)
-
-
-def _last_user_turn(history: Sequence[Mapping[str, str]]) -> str | None:
-    if isinstance(history, (str, bytes)):
-        raise TypeError("history must be a list of {'role': ..., 'content': ...} turns, not a "
-                        "string")
-    for turn in reversed(list(history)):
-        if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
-            raise TypeError(f"each history turn must be {{'role': ..., 'content': str}}, got "
-                            f"{turn!r:.60}")
-        if turn.get("role") == "user" and turn["content"].strip():
-            return turn["content"]
-    return None
-
-
-class RuleCondenser(Component):
-    """The offline condenser: no model, a few rules that cover most follow-ups.
-
-    A message is a follow-up when it is short (``max_words``), opens with a connective
-    ("and ...", "what about ...") or refers back ("it", "that", "they", ...). Then the
-    previous user turn is prepended, with any plan it names swapped for the plan the new
-    message names ("csv on pro?" + "and on the free plan?" → "csv on free? and on the free
-    plan?"). Not a fluent rewrite — a retrieval query that carries the missing context.
-    """
-
-    def __init__(self, max_words: int = 8):
-        self.max_words = check_k(max_words, "max_words")
-
-    def is_follow_up(self, question: str) -> bool:
-        """True when ``question`` needs the earlier turn to make sense: short, opening with a
-        connective, or referring back (see the class docstring)."""
-        return (len(question.split()) <= self.max_words or bool(_CONNECTIVE.match(question))
-                or bool(_BACK_REFERENCE.search(question)))
-
-    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
-                 ) -> str:
-        """``question`` as a stand-alone retrieval query: unchanged unless it is a follow-up
-        and ``history`` (``{"role", "content"}`` turns) has an earlier user turn. Raises
-        ``TypeError`` when ``history`` is not a list of such turns."""
-        question = check_query(question)
-        previous = _last_user_turn(history) if history else None
-        if previous is None or not self.is_follow_up(question):
-            return question
-        plans = _PLAN.findall(question)
-        if plans:
-            previous = _PLAN.sub(plans[0].lower(), previous)
-        return f"{previous.strip()} {question.strip()}"
-
-
-CONDENSE_PROMPT = (
-    "Rewrite the user's last message as one stand-alone question that can be understood "
-    "without the conversation. Keep every product, plan, number and error code. Reply with "
-    "the question only.")
-
-
-class LLMCondenser(Component):
-    """Condense with a chat model (any ``ragbook.llm`` backend): the conversation and the last
-    message go in, one stand-alone question comes out. A reply that is empty, several lines
-    long or over ``max_words`` words is not trusted: the ``fallback`` (``RuleCondenser``)
-    answers instead, and ``last_`` records which one did."""
-
-    def __init__(self, llm=None, fallback: RuleCondenser | None = None,
-                 max_new_tokens: int = 48, max_words: int = 40):
-        self._llm, self.fallback = llm, fallback if fallback is not None else RuleCondenser()
-        self.max_new_tokens = check_k(max_new_tokens, "max_new_tokens")
-        self.max_words = check_k(max_words, "max_words")
-        self.last_: dict = {}
-
-    @property
-    def llm(self):
-        """The chat model: the one given, else ``get_llm()`` on first use (the profile's
-        generator; ``LLMUnavailableError`` when none can be loaded)."""
-        if self._llm is not None:
-            return self._llm
-        if getattr(self, "_loaded", None) is None:  # loads a model: only when first needed
-            self._loaded = get_llm()
-        return self._loaded
-
-    def _fingerprint_extra(self) -> dict:
-        # the default chat model, by name and weights, without loading it
-        return {} if self._llm is not None else {"llm": default_llm_identity()}
-
-    def messages(self, question: str, history: Sequence[Mapping[str, str]]) -> list[dict]:
-        """The chat messages asking the model to rewrite ``question``: the instruction, the
-        conversation as ``Role: text`` lines, and the last message."""
-        lines = [f"{t.get('role', 'user').capitalize()}: {t['content'].strip()}"
-                 for t in history if t.get("content", "").strip()]
-        return [{"role": "system", "content": CONDENSE_PROMPT},
-                {"role": "user", "content": "Conversation:\n" + "\n".join(lines)
-                 + f"\n\nLast message: {question.strip()}\n\nStand-alone question:"}]
-
-    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
-                 ) -> str:
-        """``question`` rewritten by the model as a stand-alone question, or unchanged without an
-        earlier user turn; a reply that cannot be trusted (empty, multi-line, too long) gives
-        the fallback's answer instead. ``last_["by"]`` records which."""
-        question = check_query(question)
-        if not history or _last_user_turn(history) is None:
-            self.last_ = {"by": "none", "reply": None}
-            return question
-        reply = self.llm.generate(self.messages(question, history),
-                                  max_new_tokens=self.max_new_tokens, stop=("\n\n",))
-        text = reply.strip().strip('"').strip()
-        if not text or "\n" in text or len(text.split()) > self.max_words:
-            self.last_ = {"by": "fallback", "reply": reply}
-            return self.fallback.condense(question, history)
-        self.last_ = {"by": "llm", "reply": reply}
-        return text
-
-
-# -- conflicts ----------------------------------------------------------------------------------
-_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-          "months": "month", "year": "year", "years": "year", "hour": "hour", "hours": "hour",
-          "minute": "minute", "minutes": "minute", "second": "second", "seconds": "second",
-          "row": "row", "rows": "row", "agent": "agent", "agents": "agent", "%": "%",
-          "percent": "%", "gb": "gb", "mb": "mb", "request": "request", "requests": "request"}
-_WORDS = Tokenizer()  # lower-cased content words, stopwords dropped
-_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*(" + "|".join(sorted(_UNITS, key=len,
-                                                                        reverse=True))
-                       + r")(?![a-z])", re.I)
-
-
-def quantities(text: str) -> set[tuple[str, str]]:
-    """The (value, unit) figures a sentence states, units normalised.
-
-    >>> sorted(quantities("Free keeps 90 days of history; exports hold 10,000 rows."))
-    [('10000', 'row'), ('90', 'day')]
-    """
-    return {(v.replace(",", ""), _UNITS[u.lower()]) for v, u in _QUANTITY.findall(text)}
-
-
-def topic_words(text: str) -> set[str]:
-    """A sentence's content words without figures or units: what ``find_conflict`` compares
-    to decide whether two sentences talk about the same thing.
-
-    >>> sorted(topic_words("On the Free plan, 90 days of history are kept."))
-    ['free', 'history', 'kept', 'plan']
-    """
-    return {t for t in _WORDS(text) if not t[0].isdigit() and t not in _UNITS}
-
-
-def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
-                  min_shared: int = 2) -> Span | None:
-    """Another source's best sentence that states a different figure for the same thing
-    while answering almost as well — two pages that disagree (90 vs 30 days of ticket
-    history on Free). "The same thing": the same unit with no shared value, and at least
-    ``min_shared`` content words in common besides the figures; "almost as well": a score
-    within ``margin`` of the answer's. None when there is no such sentence.
-
-    >>> a = Span("On the Free plan, 90 days of ticket history are kept.", 0, 53, 0.81)
-    >>> b = Span("On the Free plan, tickets older than 30 days are deleted.", 0, 57, 0.80)
-    >>> find_conflict(a, [b]) is b
-    True
-    """
-    mine = quantities(answer.text)
-    if not mine:
-        return None
-    units, topic = {u for _, u in mine}, topic_words(answer.text)
-    for other in others:
-        if other.score < answer.score - margin or len(topic & topic_words(other.text)) < min_shared:
-            continue
-        theirs = {q for q in quantities(other.text) if q[1] in units}
-        if theirs and not theirs & mine:
-            return other
-    return None
 
 
 # -- the pipeline ---------------------------------------------------------------------------------

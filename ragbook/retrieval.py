@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .component import Component
+from .component import Component, NotBuiltError
 from .types import Chunk, Document, Hit, Retrieved, Stage
 
 __all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFIDENCE_KINDS",
@@ -42,10 +42,6 @@ __all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFID
            "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS", "check_vectors"]
 
 FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
-
-
-class NotBuiltError(RuntimeError):
-    """A retriever or store was used before ``build`` (or ``load``)."""
 
 
 class CorruptIndexError(ValueError):

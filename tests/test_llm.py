@@ -12,13 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ragbook.llm import (
-    ChatServer,
     LLMResponseError,
     LLMUnavailableError,
     LocalLLM,
     OpenAICompatibleLLM,
     get_llm,
 )
+from ragbook.server import ChatServer
 
 MESSAGES = [{"role": "system", "content": "Answer in one word."},
             {"role": "user", "content": "What is the capital of France?"}]

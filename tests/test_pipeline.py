@@ -7,21 +7,13 @@ import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
 from ragbook.chunking import chunk_documents
-from ragbook.llm import ChatServer, OpenAICompatibleLLM
-from ragbook.pipeline import (
-    LLMCondenser,
-    Pipeline,
-    Prepared,
-    Result,
-    RuleCondenser,
-    find_conflict,
-    outcome,
-    quantities,
-    read_traces,
-    with_history,
-)
+from ragbook.condense import LLMCondenser, RuleCondenser
+from ragbook.conflicts import find_conflict, quantities
+from ragbook.llm import OpenAICompatibleLLM
+from ragbook.pipeline import Pipeline, Prepared, Result, outcome, read_traces, with_history
 from ragbook.readers import SentenceReader, Span
 from ragbook.rerank import CrossEncoderReranker
+from ragbook.server import ChatServer
 
 HC = load_helpcentre()
 

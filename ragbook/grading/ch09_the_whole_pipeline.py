@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .. import datasets, pipeline, readers
+from .. import condense, conflicts, datasets, pipeline, readers
 from ..component import Component
 from ..retrieval import BaseRetriever
 from ..types import Hit
@@ -151,7 +151,7 @@ def condense_follow_up_cases():
                {"role": "user", "content": "   "}]),
              ("Okay, can admins do it?", [{"role": "assistant", "content": "Hello!"}])]
     for question, history in cases:
-        yield Case((question, history), pipeline.RuleCondenser().condense(question, history))
+        yield Case((question, history), condense.RuleCondenser().condense(question, history))
 
 
 @CHAPTER.exercise(
@@ -168,7 +168,7 @@ def extract_quantities_cases():
                  "Pro allows 1,200 requests per minute and 50 GB of attachments.",
                  "A 30 - day trial, 2 agents, 1 year, 7 dayshift workers.",
                  "No figures here at all."):
-        yield Case((text,), pipeline.quantities(text))
+        yield Case((text,), conflicts.quantities(text))
 
 
 _RETENTION = [("On the Free plan, 90 days of ticket history are kept.", 0.81),
@@ -194,7 +194,7 @@ def first_conflict_cases():
                                    (r[0], [r[4]], 0.2), (r[0], [r[5], r[1]], 0.05),
                                    (r[5], [r[1]], 0.05), (r[6], [r[0], r[1]], 0.05),
                                    (r[3], [r[1]], 0.05)):
-        found = pipeline.find_conflict(span(answer), [span(o) for o in others], margin)
+        found = conflicts.find_conflict(span(answer), [span(o) for o in others], margin)
         yield Case((answer, others, margin), None if found is None else found.text)
 
 
@@ -202,7 +202,7 @@ def first_conflict_cases():
 
 def _figure_articles() -> list[str]:
     docs = sorted(datasets.load_helpcentre().documents,
-                  key=lambda d: (-len(pipeline.quantities(d.text)), d.id))
+                  key=lambda d: (-len(conflicts.quantities(d.text)), d.id))
     return [d.text for d in docs[:3]] + [datasets.load_helpcentre().doc("api-rate-limits").text]
 
 
@@ -212,12 +212,12 @@ def _figure_articles() -> list[str]:
 def figures_by_unit_cases():
     """The three articles with the most figures, and the API rate limits page."""
     for text in _figure_articles():
-        found = pipeline.quantities(text)
+        found = conflicts.quantities(text)
         yield Case((text,), {u: sorted({v for v, w in found if w == u}) for _, u in found})
 
 
 def _condensed_follow_ups() -> int:
-    rc = pipeline.RuleCondenser()
+    rc = condense.RuleCondenser()
     return sum(rc.condense(q.text, list(q.turns)) != q.text
                for q in datasets.load_helpcentre().questions if q.category == "follow_up")
 

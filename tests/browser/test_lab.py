@@ -73,11 +73,11 @@ def rankings_in(text: str) -> dict[str, str]:
 def test_similarity_playground_b_length(lab):
     """Chapter 2: shrinking document B to length 0.1 (the Home key) redraws the plot and
     reprints the three rankings `similarity_rankings` gives for the new vectors."""
-    from ragbook.widgets import _polar, similarity_rankings
+    from ragbook.widgets import polar, similarity_rankings
 
     def expected(b_length):
-        ranks = similarity_rankings(_polar(30, 1.0),
-                                    [_polar(40, 0.6), _polar(80, b_length), _polar(10, 1.5)])
+        ranks = similarity_rankings(polar(30, 1.0),
+                                    [polar(40, 0.6), polar(80, b_length), polar(10, 1.5)])
         return {m: " > ".join("ABC"[i] for i in order) for m, order in ranks.items()}
 
     lab.open("notebooks/02-similarity.ipynb")

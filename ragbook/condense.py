@@ -1,0 +1,134 @@
+"""Query condensation: a follow-up ("and on the free plan?") made into a stand-alone
+retrieval query, by rules offline (``RuleCondenser``) or by a chat model (``LLMCondenser``,
+falling back to the rules when its reply cannot be trusted). The pipeline's first stage.
+
+>>> RuleCondenser().condense("and on the free plan?",
+...                          [{"role": "user", "content": "csv export on pro?"}])
+'csv export on free? and on the free plan?'
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .component import Component
+from .llm import default_llm_identity, get_llm
+from .retrieval import check_k, check_query
+
+__all__ = ["RuleCondenser", "LLMCondenser", "CONDENSE_PROMPT"]
+
+
+_PLANS = ("free", "starter", "pro", "team", "enterprise")
+_PLAN = re.compile(r"\b(" + "|".join(_PLANS) + r")\b", re.I)
+_CONNECTIVE = re.compile(r"^\s*(and|but|also|so|ok(ay)?|cool|nice|then|what about|how about|"
+                         r"what if)\b", re.I)
+_BACK_REFERENCE = re.compile(r"\b(it|that|this|those|these|they|them|there|one|ones|"
+                             r"the two|either)\b", re.I)
+
+
+def _last_user_turn(history: Sequence[Mapping[str, str]]) -> str | None:
+    if isinstance(history, (str, bytes)):
+        raise TypeError("history must be a list of {'role': ..., 'content': ...} turns, not a "
+                        "string")
+    for turn in reversed(list(history)):
+        if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
+            raise TypeError(f"each history turn must be {{'role': ..., 'content': str}}, got "
+                            f"{turn!r:.60}")
+        if turn.get("role") == "user" and turn["content"].strip():
+            return turn["content"]
+    return None
+
+
+class RuleCondenser(Component):
+    """The offline condenser: no model, a few rules that cover most follow-ups.
+
+    A message is a follow-up when it is short (``max_words``), opens with a connective
+    ("and ...", "what about ...") or refers back ("it", "that", "they", ...). Then the
+    previous user turn is prepended, with any plan it names swapped for the plan the new
+    message names ("csv on pro?" + "and on the free plan?" → "csv on free? and on the free
+    plan?"). Not a fluent rewrite — a retrieval query that carries the missing context.
+    """
+
+    def __init__(self, max_words: int = 8):
+        self.max_words = check_k(max_words, "max_words")
+
+    def is_follow_up(self, question: str) -> bool:
+        """True when ``question`` needs the earlier turn to make sense: short, opening with a
+        connective, or referring back (see the class docstring)."""
+        return (len(question.split()) <= self.max_words or bool(_CONNECTIVE.match(question))
+                or bool(_BACK_REFERENCE.search(question)))
+
+    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
+                 ) -> str:
+        """``question`` as a stand-alone retrieval query: unchanged unless it is a follow-up
+        and ``history`` (``{"role", "content"}`` turns) has an earlier user turn. Raises
+        ``TypeError`` when ``history`` is not a list of such turns."""
+        question = check_query(question)
+        previous = _last_user_turn(history) if history else None
+        if previous is None or not self.is_follow_up(question):
+            return question
+        plans = _PLAN.findall(question)
+        if plans:
+            previous = _PLAN.sub(plans[0].lower(), previous)
+        return f"{previous.strip()} {question.strip()}"
+
+
+CONDENSE_PROMPT = (
+    "Rewrite the user's last message as one stand-alone question that can be understood "
+    "without the conversation. Keep every product, plan, number and error code. Reply with "
+    "the question only.")
+
+
+class LLMCondenser(Component):
+    """Condense with a chat model (any ``ragbook.llm`` backend): the conversation and the last
+    message go in, one stand-alone question comes out. A reply that is empty, several lines
+    long or over ``max_words`` words is not trusted: the ``fallback`` (``RuleCondenser``)
+    answers instead, and ``last_`` records which one did."""
+
+    def __init__(self, llm=None, fallback: RuleCondenser | None = None,
+                 max_new_tokens: int = 48, max_words: int = 40):
+        self._llm, self.fallback = llm, fallback if fallback is not None else RuleCondenser()
+        self.max_new_tokens = check_k(max_new_tokens, "max_new_tokens")
+        self.max_words = check_k(max_words, "max_words")
+        self.last_: dict = {}
+
+    @property
+    def llm(self):
+        """The chat model: the one given, else ``get_llm()`` on first use (the profile's
+        generator; ``LLMUnavailableError`` when none can be loaded)."""
+        if self._llm is not None:
+            return self._llm
+        if getattr(self, "_loaded", None) is None:  # loads a model: only when first needed
+            self._loaded = get_llm()
+        return self._loaded
+
+    def _fingerprint_extra(self) -> dict:
+        # the default chat model, by name and weights, without loading it
+        return {} if self._llm is not None else {"llm": default_llm_identity()}
+
+    def messages(self, question: str, history: Sequence[Mapping[str, str]]) -> list[dict]:
+        """The chat messages asking the model to rewrite ``question``: the instruction, the
+        conversation as ``Role: text`` lines, and the last message."""
+        lines = [f"{t.get('role', 'user').capitalize()}: {t['content'].strip()}"
+                 for t in history if t.get("content", "").strip()]
+        return [{"role": "system", "content": CONDENSE_PROMPT},
+                {"role": "user", "content": "Conversation:\n" + "\n".join(lines)
+                 + f"\n\nLast message: {question.strip()}\n\nStand-alone question:"}]
+
+    def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
+                 ) -> str:
+        """``question`` rewritten by the model as a stand-alone question, or unchanged without an
+        earlier user turn; a reply that cannot be trusted (empty, multi-line, too long) gives
+        the fallback's answer instead. ``last_["by"]`` records which."""
+        question = check_query(question)
+        if not history or _last_user_turn(history) is None:
+            self.last_ = {"by": "none", "reply": None}
+            return question
+        reply = self.llm.generate(self.messages(question, history),
+                                  max_new_tokens=self.max_new_tokens, stop=("\n\n",))
+        text = reply.strip().strip('"').strip()
+        if not text or "\n" in text or len(text.split()) > self.max_words:
+            self.last_ = {"by": "fallback", "reply": reply}
+            return self.fallback.condense(question, history)
+        self.last_ = {"by": "llm", "reply": reply}
+        return text

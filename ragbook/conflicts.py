@@ -1,0 +1,72 @@
+"""Conflicting sources: two pages that state different figures for the same thing (90 vs
+30 days of ticket history on Free). The pipeline escalates such an answer instead of
+choosing one page's number.
+
+>>> sorted(quantities("Free keeps 90 days of history; exports hold 10,000 rows."))
+[('10000', 'row'), ('90', 'day')]
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .bm25 import Tokenizer
+from .readers import Span
+
+__all__ = ["quantities", "topic_words", "find_conflict"]
+
+
+_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+          "months": "month", "year": "year", "years": "year", "hour": "hour", "hours": "hour",
+          "minute": "minute", "minutes": "minute", "second": "second", "seconds": "second",
+          "row": "row", "rows": "row", "agent": "agent", "agents": "agent", "%": "%",
+          "percent": "%", "gb": "gb", "mb": "mb", "request": "request", "requests": "request"}
+_WORDS = Tokenizer()  # lower-cased content words, stopwords dropped
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*(" + "|".join(sorted(_UNITS, key=len,
+                                                                        reverse=True))
+                       + r")(?![a-z])", re.I)
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """The (value, unit) figures a sentence states, units normalised.
+
+    >>> sorted(quantities("Free keeps 90 days of history; exports hold 10,000 rows."))
+    [('10000', 'row'), ('90', 'day')]
+    """
+    return {(v.replace(",", ""), _UNITS[u.lower()]) for v, u in _QUANTITY.findall(text)}
+
+
+def topic_words(text: str) -> set[str]:
+    """A sentence's content words without figures or units: what ``find_conflict`` compares
+    to decide whether two sentences talk about the same thing.
+
+    >>> sorted(topic_words("On the Free plan, 90 days of history are kept."))
+    ['free', 'history', 'kept', 'plan']
+    """
+    return {t for t in _WORDS(text) if not t[0].isdigit() and t not in _UNITS}
+
+
+def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
+                  min_shared: int = 2) -> Span | None:
+    """Another source's best sentence that states a different figure for the same thing
+    while answering almost as well — two pages that disagree (90 vs 30 days of ticket
+    history on Free). "The same thing": the same unit with no shared value, and at least
+    ``min_shared`` content words in common besides the figures; "almost as well": a score
+    within ``margin`` of the answer's. None when there is no such sentence.
+
+    >>> a = Span("On the Free plan, 90 days of ticket history are kept.", 0, 53, 0.81)
+    >>> b = Span("On the Free plan, tickets older than 30 days are deleted.", 0, 57, 0.80)
+    >>> find_conflict(a, [b]) is b
+    True
+    """
+    mine = quantities(answer.text)
+    if not mine:
+        return None
+    units, topic = {u for _, u in mine}, topic_words(answer.text)
+    for other in others:
+        if other.score < answer.score - margin or len(topic & topic_words(other.text)) < min_shared:
+            continue
+        theirs = {q for q in quantities(other.text) if q[1] in units}
+        if theirs and not theirs & mine:
+            return other
+    return None

@@ -1,0 +1,105 @@
+"""Chapters 5-6: the fusion grid (RRF constant x channel depth) and the rerank budget.
+
+Each widget is a thin ipywidgets view over a pure function the tests call directly."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import evaluate
+from ..fusion import reciprocal_rank_fusion
+from ..retrieval import check_k
+
+__all__ = ["FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
+
+
+# -- chapter 5: fusion ---------------------------------------------------------------------
+
+@dataclass
+class FusionGrid:
+    """RRF quality for any (k, channel depth) from one deep fetch per question.
+
+    ``channels`` maps question id -> (dense hits, bm25 hits), each at least as deep as the
+    largest depth asked about; the fused list is cut to ``fuse_to``.
+    """
+
+    channels: dict
+    qrels: dict
+    fuse_to: int = 50
+
+    def stats(self, rrf_k: int = 60, depth: int = 100, weights=(1.0, 1.0)) -> dict:
+        """recall@5 and MRR@10 of RRF with constant ``rrf_k`` over channels cut to ``depth``."""
+        depth = check_k(depth, "depth")
+        fused = {q: reciprocal_rank_fusion([d[:depth], b[:depth]], k=self.fuse_to, rrf_k=rrf_k,
+                                           weights=weights)
+                 for q, (d, b) in self.channels.items()}
+        run = evaluate.run_from_hits(fused)
+        return {"rrf_k": rrf_k, "depth": depth,
+                **evaluate.evaluate(self.qrels, run, ["recall@5", "mrr@10"])}
+
+
+def fusion_explorer(grid: FusionGrid):
+    """Sliders for RRF's k and the per-channel depth over a ``FusionGrid``."""
+    import ipywidgets as W
+
+    k = W.SelectionSlider(options=[0, 1, 5, 10, 30, 60, 100, 300], value=60, description="RRF k")
+    depth = W.SelectionSlider(options=[5, 10, 25, 50, 100], value=100, description="depth")
+    out = W.Output()
+
+    def show(k, depth):
+        out.clear_output(wait=True)
+        s = grid.stats(k, depth)
+        with out:
+            print(f"recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}")
+
+    W.interactive_output(show, {"k": k, "depth": depth})
+    show(k.value, depth.value)
+    return W.VBox([W.HBox([k, depth]), out])
+
+
+# -- chapter 6: reranking budget -----------------------------------------------------------
+
+@dataclass
+class RerankBudget:
+    """MRR and latency of reranking the top ``n`` candidates, for any n up to the depth of
+    the stored lists: ``candidates`` maps question id -> (query, first-stage hits)."""
+
+    candidates: dict
+    qrels: dict
+    reranker: object
+    keep: int = 5
+
+    def stats(self, n: int) -> dict:
+        """recall@5, MRR@10 and the mean rerank time per query when only the first ``n``
+        candidates of each list are reranked (the dashboard's one slider)."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        results, times = {}, []
+        for qid, (query, hits) in self.candidates.items():
+            results[qid] = self.reranker.rerank(query, hits[:n], k=self.keep)
+            times.append(self.reranker.last_latency_s)
+        run = evaluate.run_from_hits(results)
+        return {"candidates": n, "ms_per_query": 1000 * float(np.mean(times)),
+                **evaluate.evaluate(self.qrels, run, ["recall@5", "mrr@10"])}
+
+
+def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
+    """A candidate-count slider over a ``RerankBudget`` (each move re-runs the reranker,
+    from cached vectors)."""
+    import ipywidgets as W
+
+    n = W.SelectionSlider(options=list(options), value=options[len(options) // 2],
+                          description="candidates")
+    out = W.Output()
+
+    def show(n):
+        out.clear_output(wait=True)
+        s = budget.stats(n)
+        with out:
+            print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   "
+                  f"MRR@10 = {s['mrr@10']:.3f}")
+
+    W.interactive_output(show, {"n": n})
+    show(n.value)
+    return W.VBox([n, out])
