@@ -31,6 +31,8 @@ import json
 import os
 from typing import Any
 
+from .types import Chunk, Document
+
 __all__ = ["Component", "identity_of", "NotBuiltError"]
 
 
@@ -134,6 +136,17 @@ class Component:
         return ""
 
 
+def _items_digest(items) -> str:
+    """A short hash of Chunks/Documents: ids, texts, offsets, metadata, in order."""
+    h = hashlib.sha256()
+    for x in items:
+        h.update(json.dumps([type(x).__name__, x.id, getattr(x, "doc_id", ""), x.text,
+                             getattr(x, "start", None), getattr(x, "end", None),
+                             getattr(x, "title", ""), dict(x.metadata)], sort_keys=True,
+                            ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    return f"{len(items)}:{h.hexdigest()[:16]}"
+
+
 def _short(value: Any) -> str:
     if isinstance(value, Component):
         return repr(value)
@@ -149,6 +162,9 @@ def identity_of(value: Any) -> Any:
         return {"component": value.fingerprint}
     if isinstance(value, (str, int, float, bool, type(None))):
         return value
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, (Chunk, Document)) for v in value):
+        return {"items": _items_digest(value)}   # a corpus handed over as a setting
     if isinstance(value, (list, tuple)):
         return [identity_of(v) for v in value]
     if isinstance(value, dict):

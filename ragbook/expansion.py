@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from .chunking import _encoder_tokenizer, chunk_documents
-from .retrieval import check_k, check_query, corpus_fingerprint, validate_where
+from .retrieval import BaseRetriever, check_k, check_query, corpus_fingerprint, validate_where
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
 
@@ -72,7 +72,7 @@ def _check_inner(retriever) -> None:
                             f"{attr!r} on {type(retriever).__name__})")
 
 
-class ParentDocumentRetriever:
+class ParentDocumentRetriever(BaseRetriever):
     """Search ``retriever`` (over children), return the parents they lie in.
 
     ``parents``: the sections (Chunks with offsets; e.g. from ``parent_child_chunks``).
@@ -114,6 +114,15 @@ class ParentDocumentRetriever:
                     break
         return list(out.values())
 
+    @property
+    def confidence_kind(self) -> str:
+        """The inner retriever's: this wrapper passes its scores on unchanged."""
+        return self.retriever.confidence_kind
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The inner retriever's confidence range."""
+        return self.retriever.confidence_bounds()
+
     def __len__(self) -> int:
         return len(self.parents)
 
@@ -125,7 +134,7 @@ class ParentDocumentRetriever:
                 corpus_fingerprint([{"id": p.id, "text": p.text} for p in self.parents]))
 
 
-class SentenceWindowRetriever:
+class SentenceWindowRetriever(BaseRetriever):
     """Search ``retriever`` (over sentences, e.g. ``sentence_chunks``), return each hit
     widened to ``window`` sentences before and after it in its document. Windows of two hits
     that overlap are merged into one (scored by the better hit), so text is never repeated.
@@ -138,13 +147,14 @@ class SentenceWindowRetriever:
             raise ValueError(f"window must be a whole number >= 0 (sentences on each side), "
                              f"got {window!r}")
         self.retriever, self.window, self.fetch = retriever, window, check_k(fetch, "fetch")
-        self.documents = {d.id: d for d in documents}
-        self._spans = {d.id: sentence_spans(d.text) for d in documents}
+        self.documents = list(documents)
+        self._by_id = {d.id: d for d in self.documents}
+        self._spans = {d.id: sentence_spans(d.text) for d in self.documents}
         self._starts = {d: [a for a, _ in s] for d, s in self._spans.items()}
 
     def widen(self, hit: Hit) -> tuple[int, int]:
         """(start, end) of ``hit``'s window in its document."""
-        if hit.doc_id not in self.documents:
+        if hit.doc_id not in self._by_id:
             raise KeyError(f"hit {hit.id!r} comes from document {hit.doc_id!r}, which this "
                            f"SentenceWindowRetriever was not given")
         spans = self._spans[hit.doc_id]
@@ -162,16 +172,25 @@ class SentenceWindowRetriever:
             for n, w in enumerate(windows):
                 if w.doc_id == h.doc_id and a < w.end and w.start < z:   # overlap: merge
                     a, z = min(a, w.start), max(z, w.end)
-                    text = self.documents[h.doc_id].text[a:z]
+                    text = self._by_id[h.doc_id].text[a:z]
                     windows[n] = replace(w, id=f"{h.doc_id}:{a}-{z}", text=text, start=a,
                                          end=z)
                     break
             else:
                 if len(windows) < k:
-                    text = self.documents[h.doc_id].text[a:z]
+                    text = self._by_id[h.doc_id].text[a:z]
                     windows.append(Hit(f"{h.doc_id}:{a}-{z}", h.score, len(windows) + 1,
                                        h.doc_id, text, h.metadata, a, z))
         return windows
+
+    @property
+    def confidence_kind(self) -> str:
+        """The inner retriever's: this wrapper passes its scores on unchanged."""
+        return self.retriever.confidence_kind
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The inner retriever's confidence range."""
+        return self.retriever.confidence_bounds()
 
     def __len__(self) -> int:
         return len(self.retriever)

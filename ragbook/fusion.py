@@ -91,7 +91,7 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int | None =
 
     What to do: fetch each list shallower than the corpus (``depth`` well under the number
     of chunks, so a weak dense match is not in the list at all); give the dense list a
-    cosine floor (``DenseIndex(min_score=...)``, calibrated on labelled questions); or
+    cosine floor (``DenseIndex(min_cosine=...)``, calibrated on labelled questions); or
     weight the lists (``weights=(2.0, 1.0)`` trusts the dense ranking more). Measure which
     on your own questions; on a few dozen chunks dense search alone may be the better
     choice."""
@@ -156,7 +156,7 @@ class HybridRetriever(BaseRetriever):
     every chunk, so fusion ranks any chunk BM25 matches on a single word above the dense
     channel's best chunk when BM25 does not find that one (``reciprocal_rank_fusion`` shows
     the arithmetic). For a corpus of a few hundred chunks or fewer, set ``depth`` well
-    below the chunk count, give the dense index a cosine floor (``DenseIndex(min_score=...)``)
+    below the chunk count, give the dense index a cosine floor (``DenseIndex(min_cosine=...)``)
     or weight the dense channel up (``weights=(2.0, 1.0)``) — and check on labelled
     questions that hybrid still beats dense alone there.
     """

@@ -253,7 +253,7 @@ def check_query(query: Any) -> str:
     return check_text(query, "query")
 
 
-def check_threshold(value: Any, name: str = "min_score") -> float | None:
+def check_threshold(value: Any, name: str = "threshold") -> float | None:
     """A score threshold: None (no threshold) or a finite real number."""
     if value is None:
         return None

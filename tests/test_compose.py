@@ -13,7 +13,7 @@ import ragbook
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
 from ragbook.cache import CachedRetriever
 from ragbook.chunking import chunk_documents
-from ragbook.component import Component
+from ragbook.component import SECRETS, Component
 from ragbook.pipeline import CachedPipeline, Pipeline, with_history
 from ragbook.readers import SentenceReader
 from ragbook.rerank import CrossEncoderReranker
@@ -44,6 +44,7 @@ def public_component_classes() -> list[type]:
 def _values():
     from ragbook.llm import LocalLLM
     from ragbook.rerank import WindowScorer
+    from ragbook.stores.milvus import MILVUS_STANDARD
 
     bm25 = BM25Index()
     return {
@@ -73,6 +74,8 @@ def _values():
         "weights": ((1.0, 1.0), (2.0, 1.0)),
         "dim": (8, 16),
         "store": (None, "faiss-hnsw"),
+        "index": ("FLAT", "HNSW"),
+        "analyzer": (None, MILVUS_STANDARD),
     }
 
 
@@ -144,8 +147,8 @@ def test_changing_any_one_setting_changes_the_fingerprint_and_the_cache_namespac
     assert base.fingerprint == _build(cls, values).fingerprint        # deterministic
     namespace = _namespace(base)
     for name, p in list(inspect.signature(cls.__init__).parameters.items())[1:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name in ("api_key",):
-            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name in SECRETS:
+            continue            # a key says who may ask, not what the answer is
         default = settings[name] if p.default is p.empty else p.default
         alt = _alternative(cls, name, default, values)
         changed = _build(cls, values, **{name: alt})

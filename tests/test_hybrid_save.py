@@ -20,7 +20,7 @@ def hybrid():
     docs = [d for d in load_helpcentre().documents][:12]
     chunks = chunk_documents(docs, size=128, overlap=16)
     return HybridRetriever(DenseIndex(Encoder()), BM25Index(), depth=40, rrf_k=30,
-                           weights=(1.0, 0.5), min_score=0.001).build(chunks)
+                           weights=(1.0, 0.5), min_rrf=0.001).build(chunks)
 
 
 def test_round_trip_gives_identical_results(hybrid, tmp_path):
@@ -28,7 +28,7 @@ def test_round_trip_gives_identical_results(hybrid, tmp_path):
     assert {p.name for p in (tmp_path / "idx").iterdir()} == {"dense", "bm25", "hybrid.json",
                                                               "manifest.json"}
     loaded = HybridRetriever.load(tmp_path / "idx")
-    assert (loaded.depth, loaded.rrf_k, loaded.weights, loaded.min_score) == (40, 30, (1.0, 0.5),
+    assert (loaded.depth, loaded.rrf_k, loaded.weights, loaded.min_rrf) == (40, 30, (1.0, 0.5),
                                                                               0.001)
     assert loaded.corpus_fingerprint == hybrid.corpus_fingerprint
     for q in QUERIES:

@@ -5,7 +5,6 @@
 and rank correlation between two retrievers' rankings. The stores themselves (FAISS,
 Milvus) live in ``ragbook.stores``, Milvus's BM25 and hybrid search in ``ragbook.milvus``.
 """
-from ..stores import expressions  # noqa: F401  (ragbook.grading still imports it from here)
 from .sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 
 __all__ = ["bytes_per_vector", "hnsw_graph_bytes", "shards_needed"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from .. import datasets
-from ..backends import compare, expressions, sizing
+from ..backends import compare, sizing
+from ..stores import expressions
 from .core import Case, Chapter, Mistake, predicted
 
 CHAPTER = Chapter("11-beyond-one-machine")
