@@ -67,7 +67,7 @@ def parent_child_chunks(docs: Sequence[Document], parent_size: int = 1000,
 
 def _check_inner(retriever) -> None:
     for attr in ("search", "corpus_fingerprint"):
-        if not hasattr(retriever, attr):
+        if not hasattr(type(retriever), attr) and attr not in vars(retriever):  # may be unbuilt
             raise TypeError(f"retriever must satisfy ragbook.retrieval.Retriever (no "
                             f"{attr!r} on {type(retriever).__name__})")
 

@@ -91,7 +91,7 @@ class LocalLLM(Component):
         return f"{spec.name}|weights={models.weights_digest(spec)}"
 
     def _fingerprint_extra(self) -> dict:
-        return {"model": self.identity}
+        return {"model": models.identity("generator", self.profile)}
 
     def _cached(self, key: str, make):
         if not self.cache:
@@ -299,10 +299,7 @@ def default_llm_identity(profile: str | None = None) -> str:
     weights digest (or "unavailable")."""
     if os.environ.get("RAGBOOK_LLM_BASE_URL") and os.environ.get("RAGBOOK_LLM_MODEL"):
         return f"{os.environ['RAGBOOK_LLM_MODEL']} @ {os.environ['RAGBOOK_LLM_BASE_URL']}"
-    try:
-        return LocalLLM(profile).identity
-    except models.ModelUnavailableError:
-        return "unavailable"
+    return models.identity("generator", profile)
 
 
 def get_llm(profile: str | None = None):

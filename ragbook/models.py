@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ROLES", "PROFILES", "ModelSpec", "ModelUnavailableError", "active_profile",
-           "resolve", "load", "describe", "cache_dir", "device", "weights_digest"]
+           "resolve", "load", "describe", "cache_dir", "device", "weights_digest", "identity"]
 
 log = logging.getLogger("ragbook")
 
@@ -378,6 +378,17 @@ def weights_digest(spec: ModelSpec) -> str:
                     h.update(block)
         _digests[key] = h.hexdigest()[:12]
     return _digests[key]
+
+
+def identity(role: str, profile: str | None = None) -> str:
+    """``role``'s model in ``profile`` named without loading it: ``name|weights=digest``, or
+    ``unavailable:role@profile`` when the profile cannot provide it (what a component's
+    fingerprint records for a model it would load lazily; never raises for a missing model)."""
+    try:
+        spec = resolve(role, profile)
+    except ModelUnavailableError:
+        return f"unavailable:{role}@{profile or active_profile()}"
+    return f"{spec.name}|weights={weights_digest(spec)}"
 
 
 def describe(profile: str | None = None) -> list[dict]:

@@ -158,8 +158,7 @@ class CrossEncoderReranker(Component):
     def _fingerprint_extra(self) -> dict:
         if self._model is not None:  # given (or loaded): its own settings say what it is
             return {}
-        spec = models.resolve("cross_encoder", self.profile)
-        return {"model": spec.name, "weights": models.weights_digest(spec)}
+        return {"model": models.identity("cross_encoder", self.profile)}
 
     @property
     def model(self):

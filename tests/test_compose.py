@@ -75,11 +75,22 @@ def _values():
         "dim": (8, 16),
         "store": (None, "faiss-hnsw"),
         "index": ("FLAT", "HNSW"),
+        "stop": (None, ("###",)),
+        "abstain_logprob": (None, -1.5),
+        "gate": (None, SentenceReader()),
+        "parents": (chunk_documents(HC.documents[:3], size=256, overlap=0),
+                    chunk_documents(HC.documents[:2], size=256, overlap=0)),
+        "documents": (HC.documents[:3], HC.documents[:2]),
         "analyzer": (None, MILVUS_STANDARD),
     }
 
 
+# Where one setting name needs another value for one class (a chat model's name is a str).
+PER_CLASS = {"OpenAICompatibleLLM": {"model": ("local", "other")}}
+
+
 def _alternative(cls, name, default, values):
+    values = {**values, **PER_CLASS.get(cls.__name__, {})}
     if name in values:
         return values[name][1]
     if isinstance(default, bool):
@@ -97,6 +108,7 @@ def _alternative(cls, name, default, values):
 
 
 def _build(cls, values, **override):
+    values = {**values, **PER_CLASS.get(cls.__name__, {})}
     kwargs = {}
     for name, p in list(inspect.signature(cls.__init__).parameters.items())[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -184,7 +196,8 @@ def test_the_pipeline_asks_each_channel_for_the_hybrids_own_depth(chunks):
     assert stages["dense"].detail["count"] == 20 and stages["dense"].detail["depth"] == 20
     assert 0 < stages["bm25"].detail["count"] <= 20
     assert stages["fuse"].detail["rrf_k"] == 5
-    fused = hybrid.search("how long is the refund window for enterprise contracts?", k=50)
+    fused = hybrid.search("how long is the refund window for enterprise contracts?", k=50,
+                          where={"status": {"$ne": "superseded"}})     # exclude_superseded
     assert [h.id for h in prep.candidates] == [h.id for h in fused][:p.keep]
 
 

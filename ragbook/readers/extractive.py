@@ -142,11 +142,7 @@ class ExtractiveReader(SpanReader):
     def _fingerprint_extra(self) -> dict:
         if self._model is not None:  # given: the setting says what it is
             return {}
-        try:
-            spec = models.resolve("span_reader", self.profile)
-        except models.ModelUnavailableError:
-            return {"model": "unavailable"}
-        return {"model": spec.name, "weights": models.weights_digest(spec)}
+        return {"model": models.identity("span_reader", self.profile)}
 
     @property
     def pair(self):
