@@ -54,11 +54,12 @@ from ragbook.expansion import (
     sentence_chunks,
     sentence_spans,
 )
+from ragbook.filters import matches
 from ragbook.fusion import HybridRetriever
 from ragbook.pipeline import CachedPipeline, Pipeline
 from ragbook.readers import default_extractive_reader
 from ragbook.rerank import CrossEncoderReranker
-from ragbook.retrieval import index_text, matches
+from ragbook.retrieval import index_text
 from ragbook.types import Chunk
 
 t_start = time.perf_counter()

@@ -105,7 +105,7 @@ print("consistency:", schema["consistency_level_name"], "| properties:",
 # does that natively, but it takes a boolean *expression* over the fields, not a dict. From
 # scratch, a translator for the common cases is a few lines. Two details decide whether it
 # is correct: values must be quoted and escaped (a `"` inside a value would end the string),
-# and a missing key must pass `$ne` as it does in `ragbook.retrieval.matches` — in Milvus a
+# and a missing key must pass `$ne` as it does in `ragbook.filters.matches` — in Milvus a
 # comparison with a missing JSON key is false, so `!=` alone would drop every item without
 # the key.
 

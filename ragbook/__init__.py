@@ -11,7 +11,7 @@ from . import models
 from .bm25 import BM25Index, Tokenizer
 from .cache import Cache, CachedRetriever
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
-from .component import Component
+from .component import Component, NotBuiltError
 from .condense import LLMCondenser, RuleCondenser
 from .cost import Workload
 from .datasets import (
@@ -37,6 +37,7 @@ from .llm import (
                   get_llm,
 )
 from .models import ModelUnavailableError, active_profile
+from .persist import CorruptIndexError
 from .pipeline import CachedPipeline, Pipeline, Prepared, Result
 from .readers import (
                   NOT_IN_CONTEXT,
@@ -47,14 +48,7 @@ from .readers import (
                   instruction_like,
 )
 from .rerank import CrossEncoderReranker, RerankedRetriever, WindowScorer
-from .retrieval import (
-                  CONFIDENCE_KINDS,
-                  BaseRetriever,
-                  CorruptIndexError,
-                  NotBuiltError,
-                  Retriever,
-                  VectorStore,
-)
+from .retrieval import CONFIDENCE_KINDS, BaseRetriever, Retriever, VectorStore
 from .server import ChatServer
 from .stores import FaissStore, MilvusStore
 from .types import Answer, Chunk, Document, Hit, Retrieved, Stage

@@ -29,23 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from .retrieval import (
-    BaseRetriever,
-    NotBuiltError,
-    check_k,
-    check_query,
-    check_threshold,
-    corpus_fingerprint,
-    dumps,
-    index_text,
-    loads,
-    make_hit,
-    matches,
-    read_manifest,
-    records_from,
-    save_atomic,
-    validate_where,
-)
+from .checks import check_k, check_query, check_threshold
+from .component import NotBuiltError
+from .filters import matches, validate_where
+from .persist import dumps, loads, read_manifest, save_atomic
+from .retrieval import BaseRetriever, corpus_fingerprint, index_text, make_hit, records_from
 from .types import Chunk, Document, Hit
 
 __all__ = ["Tokenizer", "BM25Index", "STOPWORDS", "idf_lucene", "term_weight"]

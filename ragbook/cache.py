@@ -31,15 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from . import models
-from .retrieval import (
-    BaseRetriever,
-    check_k,
-    check_query,
-    check_threshold,
-    make_hit,
-    trace_stage,
-    validate_where,
-)
+from .checks import check_k, check_query, check_threshold
+from .filters import validate_where
+from .retrieval import BaseRetriever, make_hit, trace_stage
 from .types import Hit, Retrieved
 
 __all__ = ["Cache", "CachedRetriever"]

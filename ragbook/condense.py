@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from .checks import check_k, check_query
 from .component import Component
 from .llm import default_llm_identity, get_llm
-from .retrieval import check_k, check_query
 
 __all__ = ["RuleCondenser", "LLMCondenser", "CONDENSE_PROMPT"]
 

@@ -30,23 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from .checks import check_k, check_query, check_threshold, check_vectors
+from .component import NotBuiltError
 from .embeddings import Encoder
-from .retrieval import (
-    BaseRetriever,
-    CorruptIndexError,
-    NotBuiltError,
-    check_k,
-    check_query,
-    check_threshold,
-    check_vectors,
-    index_text,
-    make_hit,
-    matches,
-    read_manifest,
-    records_from,
-    save_atomic,
-    validate_where,
-)
+from .filters import matches, validate_where
+from .persist import CorruptIndexError, read_manifest, save_atomic
+from .retrieval import BaseRetriever, index_text, make_hit, records_from
 from .similarity import top_k
 from .stores import default_store, store_from_settings
 from .types import Chunk, Document, Hit

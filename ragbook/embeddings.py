@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from .retrieval import check_k, check_text
+from .checks import check_k, check_text
 
 _length_lock = threading.Lock()
 

@@ -26,8 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .checks import check_k, check_query
 from .chunking import _encoder_tokenizer, chunk_documents
-from .retrieval import BaseRetriever, check_k, check_query, corpus_fingerprint, validate_where
+from .filters import validate_where
+from .retrieval import BaseRetriever, corpus_fingerprint
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
 

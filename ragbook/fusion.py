@@ -26,19 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from .bm25 import BM25Index
+from .checks import check_k, check_query, check_threshold
+from .component import NotBuiltError
 from .dense import DenseIndex
-from .retrieval import (
-    BaseRetriever,
-    CorruptIndexError,
-    NotBuiltError,
-    check_k,
-    check_query,
-    check_threshold,
-    read_manifest,
-    save_atomic,
-    trace_stage,
-    validate_where,
-)
+from .filters import validate_where
+from .persist import CorruptIndexError, read_manifest, save_atomic
+from .retrieval import BaseRetriever, trace_stage
 from .types import Chunk, Document, Hit, Retrieved
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",

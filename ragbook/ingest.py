@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from .datasets import split_front_matter
-from .retrieval import check_metadata
+from .filters import check_metadata
 from .types import Document
 
 __all__ = ["read_documents", "SUFFIXES"]

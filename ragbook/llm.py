@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 
 from . import models
 from .cache import Cache
+from .checks import check_k
 from .component import Component
-from .retrieval import check_k
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
            "LLMUnavailableError", "LLMResponseError"]

@@ -28,9 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from .checks import check_k, check_query
+from .component import NotBuiltError
 from .dense import DenseIndex, passage_vectors
 from .embeddings import Encoder
-from .retrieval import BaseRetriever, NotBuiltError, check_k, check_query, make_hit, records_from
+from .retrieval import BaseRetriever, make_hit, records_from
 from .stores.milvus import MilvusStore
 from .types import Chunk, Document, Hit
 

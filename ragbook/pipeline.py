@@ -38,18 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from .cache import Cache
+from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
+from .filters import validate_where
 from .readers import Span, default_extractive_reader, instruction_like
-from .retrieval import (
-    check_confidence_threshold,
-    check_k,
-    check_query,
-    check_threshold,
-    trace_stage,
-    validate_where,
-)
+from .retrieval import check_confidence_threshold, trace_stage
 from .types import Answer, Hit, Stage
 
 __all__ = ["Pipeline", "Result", "Prepared", "read_traces", "outcome", "ESCALATIONS",

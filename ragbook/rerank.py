@@ -21,17 +21,12 @@ from dataclasses import replace
 import numpy as np
 
 from . import models
+from .checks import check_k, check_query, check_threshold
 from .chunking import sliding_windows
 from .component import Component
 from .embeddings import Encoder
-from .retrieval import (
-    BaseRetriever,
-    check_k,
-    check_query,
-    check_threshold,
-    trace_stage,
-    validate_where,
-)
+from .filters import validate_where
+from .retrieval import BaseRetriever, trace_stage
 from .types import Hit, Retrieved
 
 __all__ = ["CrossEncoderReranker", "RerankedRetriever", "WindowScorer", "windows",

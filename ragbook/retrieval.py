@@ -1,30 +1,22 @@
 """The retrieval contract: what every retriever and vector store promises, in one place.
 
-Dense, BM25, hybrid, reranked and scale-out (Milvus) retrievers all satisfy ``Retriever``;
-in-process and remote vector stores satisfy ``VectorStore``. Everything they share lives
-here, once: the checks on ``k``, queries, texts, thresholds and metadata, the ``where``
-filter language, the stored record, the ``Hit`` builder, corpus fingerprints and atomic,
-checksummed saves.
+Dense, BM25, hybrid, reranked and scale-out (Milvus) retrievers all satisfy ``Retriever``
+(``BaseRetriever`` gives the default ``retrieve``); in-process and remote vector stores
+satisfy ``VectorStore``. What flows through them is defined here once: the kinds of
+confidence, the stored record, the ``Hit`` builder and corpus fingerprints. The argument
+checks live in ``ragbook.checks``, the filter language in ``ragbook.filters``, saving in
+``ragbook.persist``.
 
     Chunk/Document --record()--> record dict --store--> make_hit() --> Hit
 
->>> validate_where({"status": "current", "updated": {"$gte": "2025-01-01"}})
-{'status': 'current', 'updated': {'$gte': '2025-01-01'}}
->>> matches({"status": "current", "updated": "2025-06-01"}, {"updated": {"$gte": "2025-01-01"}})
-True
->>> check_k(3.0)
-Traceback (most recent call last):
-  ...
-ValueError: k must be a whole number >= 1 (the number of results), got 3.0; pass e.g. k=10
+>>> make_hit(record(Document("faq", "Refunds take 14 days.")), 0.8, 1).doc_id
+'faq'
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import numbers
-import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,21 +24,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .component import Component, NotBuiltError
+from .checks import check_text, check_threshold
+from .component import Component
+from .filters import check_metadata
 from .types import Chunk, Document, Hit, Retrieved, Stage
 
-__all__ = ["Retriever", "BaseRetriever", "VectorStore", "NotBuiltError", "CONFIDENCE_KINDS",
-           "check_confidence_threshold", "trace_stage", "CorruptIndexError", "check_k",
-           "check_query", "check_text", "check_threshold", "check_metadata", "validate_where",
-           "matches", "translate_where", "record", "records_from", "index_text", "make_hit",
-           "corpus_fingerprint", "save_atomic", "read_manifest", "OPERATORS", "check_vectors"]
-
-FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
-
-
-class CorruptIndexError(ValueError):
-    """A saved index does not match its manifest (a file changed, is missing or is truncated)."""
-
+__all__ = ["Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
+           "check_confidence_threshold", "trace_stage", "record", "records_from", "index_text",
+           "make_hit", "corpus_fingerprint"]
 
 #: What a retriever's (or reranker's) ``confidence`` is, and the values it can take. The
 #: pipeline's ``min_confidence`` is compared with exactly one of these, never a mix.
@@ -205,199 +190,6 @@ class VectorStore(Protocol):
     def __len__(self) -> int: ...
 
 
-# -- argument checks ---------------------------------------------------------------------
-def check_k(k: Any, name: str = "k") -> int:
-    """``k`` as an int >= 1 (numpy integers accepted; bools, floats and strings rejected)."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-        what = " (the number of results)" if name == "k" else ""
-        raise ValueError(f"{name} must be a whole number >= 1{what}, got {k!r}; "
-                         f"pass e.g. {name}=10")
-    return int(k)
-
-
-def check_vectors(vectors: Any, dim: int | None, n: int | None = None) -> np.ndarray:
-    """``vectors`` as a C-contiguous float32 (n, dim) array (one vector becomes one row),
-    refusing another dimension than ``dim``, another row count than ``n``, NaN and infinity."""
-    v = np.asarray(vectors, dtype=np.float32)
-    if v.ndim == 1:
-        v = v.reshape(1, -1)
-    if v.ndim != 2:
-        raise ValueError(f"vectors must be a 2-d array (n, dim), got shape {v.shape}")
-    if dim is not None and v.shape[1] != dim:
-        raise ValueError(f"vectors have dimension {v.shape[1]} but this store holds "
-                         f"{dim}-d vectors; embed with the encoder that built it")
-    if n is not None and v.shape[0] != n:
-        raise ValueError(f"got {v.shape[0]} vectors for {n} items; give one row per item")
-    if not np.isfinite(v).all():
-        raise ValueError("vectors contain NaN or infinity; check the encoder's output")
-    return np.ascontiguousarray(v)
-
-
-def check_text(text: Any, name: str = "text") -> str:
-    """``text`` as a str that is not blank and encodes to UTF-8 (no lone surrogates)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {type(text).__name__}: {text!r:.60}")
-    if not text.strip():
-        raise ValueError(f"{name} is blank ({text!r}); give it some text")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(
-            f"{name} holds a lone surrogate {text[err.start]!r} at position {err.start}, which "
-            f"is not valid Unicode; decode the source bytes with errors='replace'") from None
-    return text
-
-
-def check_query(query: Any) -> str:
-    """A search query: a non-blank, valid-Unicode str."""
-    return check_text(query, "query")
-
-
-def check_threshold(value: Any, name: str = "threshold") -> float | None:
-    """A score threshold: None (no threshold) or a finite real number."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number or None, got {value!r}; NaN or "
-                         f"infinity would keep everything or nothing")
-    return float(value)
-
-
-_SCALARS = (str, bool, int, float, type(None))
-
-
-def _check_scalar(v: Any, where: str) -> None:
-    if isinstance(v, float) and not math.isfinite(v):
-        raise ValueError(f"{where} is {v!r}; metadata numbers must be finite")
-    if not isinstance(v, _SCALARS) or isinstance(v, np.generic):
-        hint = (" (store dates as ISO strings like '2025-06-01': they compare correctly)"
-                if hasattr(v, "isoformat") else "")
-        raise TypeError(f"{where} is a {type(v).__name__} ({v!r:.40}); metadata values must be "
-                        f"str, int, float, bool, None, or a list/tuple of those{hint}")
-
-
-def check_metadata(metadata: Any, item_id: str = "?") -> dict:
-    """What metadata may hold, checked when an item is indexed: a mapping with str keys, and
-    values that are str, int, float (finite), bool, None, or a list/tuple of those. Such
-    metadata survives save/load unchanged (tuples stay tuples); anything else is an error
-    now rather than a silent change later."""
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata of item {item_id!r} must be a mapping, got "
-                        f"{type(metadata).__name__}")
-    for key, value in metadata.items():
-        if not isinstance(key, str):
-            raise TypeError(f"metadata key {key!r} of item {item_id!r} is a "
-                            f"{type(key).__name__}; keys must be str (e.g. {str(key)!r})")
-        where = f"metadata[{key!r}] of item {item_id!r}"
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                _check_scalar(v, f"an element of {where}")
-        else:
-            _check_scalar(value, where)
-    return dict(metadata)
-
-
-# -- the where-filter language -------------------------------------------------------------
-_OPS = {"$eq": lambda v, a: v == a, "$ne": lambda v, a: v != a,
-        "$in": lambda v, a: v in a, "$nin": lambda v, a: v not in a,
-        "$gt": lambda v, a: v > a, "$gte": lambda v, a: v >= a,
-        "$lt": lambda v, a: v < a, "$lte": lambda v, a: v <= a}
-OPERATORS = tuple(_OPS)
-
-
-def validate_where(where: Any) -> dict | None:
-    """Check a filter and return it as a dict (None or {} mean no filter).
-
-    The language: ``{key: value}`` (equality), ``{key: [v1, v2]}`` (one of), or
-    ``{key: {"$op": value, ...}}`` with the operators ``$eq $ne $in $nin $gt $gte $lt
-    $lte``; all keys must hold. Values are metadata scalars; ``$in``/``$nin`` take a
-    list; ordering operators take a number or a str (compared as stored, so ISO dates work).
-    """
-    if where is None:
-        return None
-    if not isinstance(where, Mapping):
-        raise TypeError(f"where must be a mapping like {{'status': 'current'}}, got "
-                        f"{type(where).__name__}: {where!r:.60}")
-    for key, cond in where.items():
-        if not isinstance(key, str):
-            raise TypeError(f"where key {key!r} must be a str (a metadata field name)")
-        if isinstance(cond, Mapping):
-            if not cond:
-                raise ValueError(f"where[{key!r}] is an empty operator mapping; use e.g. "
-                                 f"{{'$eq': value}}")
-            for op, arg in cond.items():
-                _check_op(key, op, arg)
-        elif isinstance(cond, (list, tuple, set, frozenset)):
-            _check_op(key, "$in", list(cond))
-        else:
-            _check_op(key, "$eq", cond)
-    return dict(where)
-
-
-def _check_op(key: str, op: Any, arg: Any) -> None:
-    if op not in _OPS:
-        raise ValueError(f"unknown filter operator {op!r} on {key!r}; use one of "
-                         f"{', '.join(_OPS)}")
-    if op in ("$in", "$nin"):
-        if not isinstance(arg, (list, tuple, set, frozenset)):
-            raise TypeError(f"where[{key!r}][{op!r}] must be a list of values, got "
-                            f"{type(arg).__name__}: {arg!r:.40}")
-        for a in arg:
-            _check_scalar(a, f"a value in where[{key!r}][{op!r}]")
-    elif op in ("$gt", "$gte", "$lt", "$lte"):
-        if isinstance(arg, bool) or not isinstance(arg, (int, float, str)) or (
-                isinstance(arg, float) and not math.isfinite(arg)):
-            raise TypeError(f"where[{key!r}][{op!r}] must be a finite number or a str, got "
-                            f"{arg!r:.40}")
-    else:
-        _check_scalar(arg, f"where[{key!r}][{op!r}]")
-
-
-def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """Does ``metadata`` satisfy ``where`` (already validated)? A missing key fails every
-    condition except ``$ne``/``$nin``; an ordering between a number and a str is False.
-
-    >>> matches({"plan": "pro"}, {"plan": ["pro", "team"]})
-    True
-    """
-    if not where:
-        return True
-    for key, cond in where.items():
-        value = metadata.get(key)
-        conds = (cond.items() if isinstance(cond, Mapping)
-                 else [("$in", cond)] if isinstance(cond, (list, tuple, set, frozenset))
-                 else [("$eq", cond)])
-        for op, arg in conds:
-            if op not in _OPS:
-                _check_op(key, op, arg)  # raises, naming the operator and the key
-            if value is None and op not in ("$ne", "$nin"):
-                return False
-            try:
-                if not _OPS[op](value, arg):
-                    return False
-            except TypeError:  # "2025" > 3: incomparable values never match
-                return False
-    return True
-
-
-def translate_where(where: Mapping[str, Any] | None, term) -> list:
-    """The hook for stores that filter natively: validate ``where`` and call
-    ``term(key, op, value)`` once per condition (list shorthand as ``$in``, a bare value as
-    ``$eq``), returning the translated terms for the store to AND together. A store whose
-    ``term`` cannot express a condition raises, so nothing is silently dropped."""
-    where = validate_where(where) or {}
-    out = []
-    for key, cond in where.items():
-        if isinstance(cond, Mapping):
-            out += [term(key, op, arg) for op, arg in cond.items()]
-        elif isinstance(cond, (list, tuple, set, frozenset)):
-            out.append(term(key, "$in", list(cond)))
-        else:
-            out.append(term(key, "$eq", cond))
-    return out
-
-
 # -- records and hits ------------------------------------------------------------------------
 def record(x: Chunk | Document) -> dict:
     """The dict a store keeps per item: id, doc_id (the parent document), text, the chunk's
@@ -471,92 +263,3 @@ def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(records)}:{h.hexdigest()[:16]}"
 
 
-# -- JSON that keeps tuples -------------------------------------------------------------------
-def _encode(o: Any) -> Any:
-    if isinstance(o, tuple):
-        return {"__tuple__": [_encode(v) for v in o]}
-    if isinstance(o, list):
-        return [_encode(v) for v in o]
-    if isinstance(o, dict):
-        return {k: _encode(v) for k, v in o.items()}
-    return o
-
-
-def _decode(o: dict) -> Any:
-    return tuple(o["__tuple__"]) if set(o) == {"__tuple__"} else o
-
-
-def dumps(obj: Any) -> str:
-    """JSON in which tuples come back as tuples (metadata round-trips unchanged)."""
-    return json.dumps(_encode(obj), ensure_ascii=False, allow_nan=False)
-
-
-def loads(text: str) -> Any:
-    return json.loads(text, object_hook=_decode)
-
-
-# -- atomic, checksummed saves ------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def save_atomic(path: str | os.PathLike, kind: str, write, info: Mapping[str, Any]) -> Path:
-    """Save a folder all-or-nothing: ``write(tmp)`` fills a temporary folder next to
-    ``path``; a ``manifest.json`` (kind, format version, ``info`` such as counts and
-    fingerprints, a SHA-256 per file) is added; then the folder replaces ``path`` by
-    renames. A save that fails midway leaves the previous save untouched."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"{str(path)!r} is a file; save an index to a folder path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.saving-{os.getpid()}")
-    old = path.with_name(f".{path.name}.old-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        write(tmp)
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = {"kind": kind, "format_version": FORMAT_VERSION, **info, "files": files}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not path.exists():
-            os.replace(old, path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-    return path
-
-
-def read_manifest(path: str | os.PathLike, kind: str) -> dict:
-    """Check a folder written by ``save_atomic`` and return its manifest; raise
-    ``CorruptIndexError`` naming the file that is missing or changed."""
-    path = Path(path)
-    mf = path / "manifest.json"
-    if not mf.exists():
-        raise FileNotFoundError(f"no saved {kind} in {str(path)!r} (no manifest.json); save "
-                                f"one with .save(path) first")
-    manifest = json.loads(mf.read_text(encoding="utf-8"))
-    if manifest.get("kind") != kind:
-        raise CorruptIndexError(f"{str(path)!r} holds a {manifest.get('kind')!r}, not a {kind}; "
-                                f"load it with the matching class")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise CorruptIndexError(
-            f"{str(path)!r} was saved in format {manifest.get('format_version')}, this "
-            f"ragbook reads format {FORMAT_VERSION}; rebuild and save the index again")
-    for name, digest in manifest["files"].items():
-        f = path / name
-        if not f.exists():
-            raise CorruptIndexError(f"{str(f)!r} is missing; the save in {str(path)!r} is "
-                                    f"incomplete: rebuild and save the index again")
-        if _sha256(f) != digest:
-            raise CorruptIndexError(f"{str(f)!r} does not match its checksum in manifest.json "
-                                    f"(changed or truncated since it was saved); rebuild and "
-                                    f"save the index again")
-    return manifest

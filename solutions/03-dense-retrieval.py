@@ -214,7 +214,7 @@ def predict_postfilter_survivors():
 
 
 # %%
-from ragbook.retrieval import matches
+from ragbook.filters import matches
 
 survivors = [i for i in ranked[:5] if matches(metadata[i], {"department": "security"})]
 print(f"{len(survivors)} of 5 survive:", survivors)

@@ -9,7 +9,7 @@ from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.embeddings import Encoder
 from ragbook.fusion import HybridRetriever
-from ragbook.retrieval import CorruptIndexError
+from ragbook.persist import CorruptIndexError
 
 QUERIES = ["how long is the refund window for enterprise contracts?", "export tickets to CSV",
            "ERR_CONN_4021"]

@@ -19,12 +19,14 @@ from ragbook.backends import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.backends.compare import overlap_at_k, rank_correlation
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
+from ragbook.component import NotBuiltError
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import paired_bootstrap, per_query, retrieve_run
+from ragbook.filters import matches
 from ragbook.fusion import HybridRetriever
 from ragbook.milvus import MilvusRetriever
-from ragbook.retrieval import NotBuiltError, matches, records_from
+from ragbook.retrieval import records_from
 from ragbook.stores import (
     DEFAULT_ANALYZER,
     MATCH_NOTHING,
@@ -185,7 +187,7 @@ def filter_store():
 def test_milvus_filters_select_exactly_what_matches_selects(filter_store):
     """300 random filters over tricky metadata (quotes, backslashes, newlines, numbers vs
     strings, bools, None, missing keys, lists, tuples): Milvus's search, filtered inside,
-    returns the same items as ragbook.retrieval.matches."""
+    returns the same items as ragbook.filters.matches."""
     store, records = filter_store
     rng = random.Random(1)
     query = unit_rows(1, seed=9)

@@ -9,22 +9,15 @@ import pytest
 
 from ragbook import Encoder
 from ragbook.bm25 import BM25Index
+from ragbook.checks import check_k, check_threshold
 from ragbook.chunking import chunk_documents
+from ragbook.component import NotBuiltError
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
+from ragbook.filters import check_metadata, matches, translate_where, validate_where
 from ragbook.fusion import HybridRetriever, IndexDriftError
-from ragbook.retrieval import (
-    CorruptIndexError,
-    NotBuiltError,
-    Retriever,
-    VectorStore,
-    check_k,
-    check_metadata,
-    check_threshold,
-    matches,
-    translate_where,
-    validate_where,
-)
+from ragbook.persist import CorruptIndexError
+from ragbook.retrieval import Retriever, VectorStore
 from ragbook.stores import FaissStore
 from ragbook.types import Chunk, Document
 
@@ -264,12 +257,9 @@ def test_a_save_that_fails_midway_leaves_the_old_index_whole(make, chunks, tmp_p
     old = make().build(chunks[:20])
     old.save(path)
     new = make().build(chunks[20:45])
-    import ragbook.retrieval as retrieval
-
     def boom(obj):
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(retrieval, "dumps", boom)
     import ragbook.bm25
     import ragbook.stores.faiss
     monkeypatch.setattr(ragbook.stores.faiss, "dumps", boom)

@@ -16,18 +16,18 @@ import pytest
 from ragbook import Encoder
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
+from ragbook.component import NotBuiltError
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
+from ragbook.filters import matches
 from ragbook.fusion import HybridRetriever
 from ragbook.milvus import MilvusRetriever
 from ragbook.rerank import CrossEncoderReranker, RerankedRetriever
 from ragbook.retrieval import (
     CONFIDENCE_KINDS,
-    NotBuiltError,
     Retriever,
     VectorStore,
     corpus_fingerprint,
-    matches,
     records_from,
 )
 from ragbook.stores import FaissStore, MilvusStore, store_from_settings

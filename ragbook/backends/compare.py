@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..retrieval import check_k
+from ..checks import check_k
 
 __all__ = ["overlap_at_k", "rank_correlation"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import cost, datasets, dense, retrieval
+from .. import cost, datasets, dense, filters
 from .. import similarity as sim
 from .core import Case, Chapter, Mistake, predicted
 from .corpus import answerable_dev_questions, bm25_ranking
@@ -99,13 +99,13 @@ def postfilter_survivors_cases():
                                ({"status": "current"}, 3, 2),
                                ({"department": "security", "status": "current"}, 5, 4)):
             yield Case((ranked, meta, where, k, over),
-                       [d for d in ranked[:k * over] if retrieval.matches(meta[d], where)][:k])
+                       [d for d in ranked[:k * over] if filters.matches(meta[d], where)][:k])
 
 
 def _survivors_of_security_filter() -> int:
     q = answerable_dev_questions(1)[0]
     meta = _hc_metadata()
-    return sum(retrieval.matches(meta[d], {"department": "security"})
+    return sum(filters.matches(meta[d], {"department": "security"})
                for d in bm25_ranking(q.text, 5))
 
 

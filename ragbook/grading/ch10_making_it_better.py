@@ -3,7 +3,7 @@ paths, fitting hits into a budget, metadata filters; then heading paths and budg
 help centre."""
 from __future__ import annotations
 
-from .. import chunking, contextual, datasets, expansion, retrieval
+from .. import chunking, contextual, datasets, expansion, filters
 from ..types import Chunk, Document, Hit
 from .core import Case, Chapter, Mistake, predicted
 from .corpus import answerable_dev_questions, helpcentre_bm25
@@ -132,7 +132,7 @@ def where_matches_cases():
                       {"updated": {"$gte": "2025-01-01", "$lt": "2026-01-01"}},
                       {"superseded_by": {"$nin": ["api-rate-limits"]}},
                       {"access": "public"}):
-            yield Case((meta, where), retrieval.matches(meta, where))
+            yield Case((meta, where), filters.matches(meta, where))
 
 
 # -- on the real corpus

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import models
+from ..checks import check_query, check_threshold
 from ..component import Component
-from ..retrieval import check_query, check_threshold
 from ..types import Answer, Hit
 
 __all__ = ["Span", "SpanReader", "ExtractiveReader", "best_span", "span_to_characters",

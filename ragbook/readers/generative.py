@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..checks import check_k
 from ..component import Component
 from ..llm import default_llm_identity, get_llm
-from ..retrieval import check_k
 from ..types import Answer, Hit
 from .grounding import (
     _CITE,

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import models
+from ..checks import check_threshold
 from ..embeddings import Encoder
 from ..evaluate import f1_score
-from ..retrieval import check_threshold
 from ..text import sentence_spans
 from ..types import Hit
 from .extractive import ExtractiveReader, Span, SpanReader

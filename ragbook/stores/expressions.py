@@ -5,7 +5,7 @@ keeps metadata in one JSON field, so ``{"status": "current"}`` becomes
 ``metadata["status"] == "current"``. Three things make the translation more than string
 formatting:
 
-* **Missing keys.** ``ragbook.retrieval.matches`` lets an item without the key pass ``$ne``
+* **Missing keys.** ``ragbook.filters.matches`` lets an item without the key pass ``$ne``
   and ``$nin``; in Milvus a comparison with a missing JSON key (or a JSON null) is false,
   so those terms become ``metadata["k"] is null or ...``.
 * **Quoting.** Keys and string values are double-quoted, with backslash, double quote,
@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..retrieval import translate_where
+from ..filters import translate_where
 
 __all__ = ["milvus_filter", "ids_filter", "MATCH_NOTHING"]
 
@@ -61,7 +61,7 @@ def _literal(value: Any, what: str) -> str:
 
 def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata") -> str:
     """``where`` (the ragbook filter language) as a Milvus boolean expression over the JSON
-    ``field``, with the same meaning as ``ragbook.retrieval.matches``: '' for no filter,
+    ``field``, with the same meaning as ``ragbook.filters.matches``: '' for no filter,
     ``MATCH_NOTHING`` when nothing can pass (``{"k": []}``). A missing key fails every
     condition but ``$ne``/``$nin``, so those add ``is null or``. Values are quoted and
     escaped; one that cannot be written raises, naming the key.

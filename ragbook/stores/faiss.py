@@ -29,17 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ..component import Component
-from ..retrieval import (
-    NotBuiltError,
-    check_k,
-    check_vectors,
-    corpus_fingerprint,
-    dumps,
-    loads,
-    matches,
-    validate_where,
-)
+from ..checks import check_k, check_vectors
+from ..component import Component, NotBuiltError
+from ..filters import matches, validate_where
+from ..persist import dumps, loads
+from ..retrieval import corpus_fingerprint
 
 __all__ = ["FaissStore", "KINDS"]
 

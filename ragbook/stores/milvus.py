@@ -54,14 +54,9 @@ from typing import Any
 import numpy as np
 
 from ..bm25 import STOPWORDS
-from ..component import Component
-from ..retrieval import (
-    NotBuiltError,
-    check_k,
-    check_vectors,
-    corpus_fingerprint,
-    index_text,
-)
+from ..checks import check_k, check_vectors
+from ..component import Component, NotBuiltError
+from ..retrieval import corpus_fingerprint, index_text
 from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
 
 __all__ = ["MilvusStore", "MilvusLockedError", "DEFAULT_ANALYZER", "MILVUS_STANDARD",

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import chunking, evaluate
+from ..checks import check_k
 from ..expansion import SentenceWindowRetriever
 from ..pipeline import outcome
-from ..retrieval import check_k
 from ..types import Document
 
 __all__ = ["varied", "threshold_counts", "threshold_curve", "ThresholdExplorer",

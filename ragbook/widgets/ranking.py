@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import evaluate
+from ..checks import check_k
 from ..fusion import reciprocal_rank_fusion
-from ..retrieval import check_k
 
 __all__ = ["FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
 
