@@ -27,7 +27,8 @@ from typing import Any
 from . import expressions
 from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
 from .faiss import FaissStore
-from .milvus import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusLockedError, MilvusStore
+from .milvus import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusStore
+from .milvus_lite import MilvusLockedError
 
 __all__ = ["FaissStore", "MilvusStore", "STORES", "default_store", "store_from_settings",
            "MilvusLockedError", "DEFAULT_ANALYZER", "MILVUS_STANDARD", "milvus_filter",

@@ -39,12 +39,9 @@ Dense search is unaffected.
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import re
-import shutil
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
@@ -56,8 +53,20 @@ import numpy as np
 from ..bm25 import STOPWORDS
 from ..checks import check_k, check_vectors
 from ..component import Component, NotBuiltError
-from ..retrieval import corpus_fingerprint, index_text
+from ..retrieval import corpus_fingerprint
 from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
+from .milvus_lite import (
+    _LOCAL_GRPC,
+    _OPEN,
+    _SCRATCH,
+    MilvusLockedError,
+    _is_local,
+    _locked_elsewhere,
+    _pymilvus,
+    _quiet,
+    _release,
+)
+from .milvus_rows import _entity, _record, _row
 
 __all__ = ["MilvusStore", "MilvusLockedError", "DEFAULT_ANALYZER", "MILVUS_STANDARD",
            "INDEXES", "MAX_K"]
@@ -72,116 +81,6 @@ MAX_K = 16_384             # Milvus's ceiling on topk / limit
 INDEXES = ("FLAT", "HNSW")
 FORMAT = "1"
 _OUT = ["doc_id", "text", "context_chars", "start", "end", "metadata", "tuples"]
-
-
-class MilvusLockedError(RuntimeError):
-    """A Milvus Lite folder is open in another process (one process per folder)."""
-
-
-def _pymilvus():
-    try:
-        import pymilvus
-    except ModuleNotFoundError as err:
-        raise ModuleNotFoundError(
-            'the Milvus backend needs pymilvus and milvus-lite: pip install "ragbook[milvus]" '
-            '(or make setup)') from err
-    return pymilvus
-
-
-# -- rows <-> records ----------------------------------------------------------------------
-def _row(rec: Mapping[str, Any], vector: np.ndarray, seq: int) -> dict:
-    body, context = index_text(rec), rec.get("context") or ""
-    if len(body.encode("utf-8")) > 65_535:
-        raise ValueError(f"item {rec['id']!r} is {len(body.encode('utf-8')):,} bytes of text; a "
-                         f"Milvus VARCHAR holds at most 65,535: chunk the document first")
-    if len(rec["id"].encode("utf-8")) > 1024 or len(rec["doc_id"].encode("utf-8")) > 1024:
-        raise ValueError(f"item id {rec['id']!r:.60} or its doc_id is over 1,024 bytes")
-    md = rec["metadata"]
-    return {"id": rec["id"], "doc_id": rec["doc_id"], "text": body,
-            "context_chars": len(context),
-            "start": -1 if rec.get("start") is None else rec["start"],
-            "end": -1 if rec.get("end") is None else rec["end"],
-            "metadata": {k: list(v) if isinstance(v, tuple) else v for k, v in md.items()},
-            "tuples": json.dumps([k for k, v in md.items() if isinstance(v, tuple)]),
-            "seq": seq, "vector": vector.tolist()}
-
-
-def _record(row: Mapping[str, Any]) -> dict:
-    body, n = row["text"], row["context_chars"]
-    tuples = set(json.loads(row["tuples"] or "[]"))
-    md = {k: tuple(v) if k in tuples else v for k, v in (row["metadata"] or {}).items()}
-    rec = {"id": row["id"], "doc_id": row["doc_id"], "text": body[n + 2:] if n else body,
-           "start": None if row["start"] < 0 else row["start"],
-           "end": None if row["end"] < 0 else row["end"], "metadata": md}
-    if n:
-        rec["context"] = body[:n]
-    return rec
-
-
-def _entity(hit: Mapping[str, Any]) -> dict:
-    """A search hit's row (pymilvus nests output fields under ``entity``)."""
-    row = dict(hit.get("entity") or {})
-    row["id"] = hit.get("id", row.get("id"))
-    return row
-
-
-@contextlib.contextmanager
-def _quiet(*loggers: str):
-    """Silence log lines we turn into a clearer exception (or that are noise, like Lite's
-    missing iterator timestamp), for the duration of one call."""
-    saved = [(lg, lg.level) for lg in map(logging.getLogger, loggers)]
-    for lg, _ in saved:
-        lg.setLevel(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        for lg, level in saved:
-            lg.setLevel(level)
-
-
-# -- the Milvus Lite servers this process started ------------------------------------------
-_OPEN: dict[str, int] = {}   # folder -> stores using it here
-_SCRATCH: dict[str, str] = {}  # temporary folder -> the directory to delete with it
-_LOCAL_GRPC = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": 0}
-
-
-def _is_local(uri: str) -> bool:
-    return not re.match(r"^(https?|tcp|unix):", uri)
-
-
-def _locked_elsewhere(folder: str) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock to probe with
-        return False
-    lock = os.path.join(folder, "LOCK")
-    if not os.path.exists(lock):
-        return False
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
-def _release(folder: str) -> None:
-    """Stop this process's Milvus Lite server for ``folder`` when no store uses it (and delete
-    the folder if it was a temporary one)."""
-    _OPEN[folder] = _OPEN.get(folder, 1) - 1
-    if _OPEN[folder] <= 0:
-        _OPEN.pop(folder, None)
-        try:
-            from milvus_lite.server_manager import server_manager_instance
-            server_manager_instance.release_server(folder)
-        except ImportError:
-            pass
-        scratch = _SCRATCH.pop(folder, None)
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 class MilvusStore(Component):
