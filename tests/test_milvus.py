@@ -382,6 +382,28 @@ def test_bm25_ranks_like_ours_where_the_tokenizers_agree(helpcentre_pair):
 
 
 @needs_milvus
+def test_a_milvus_hybrids_rrf_confidence_is_never_compared_with_a_cosine_threshold(
+        helpcentre_pair):
+    from ragbook import Pipeline, SentenceReader
+
+    ours, milvus = helpcentre_pair
+    q = "how long is the refund window for enterprise contracts?"
+    got = milvus.retrieve(q, k=10)
+    lo, hi = milvus.confidence_bounds()
+    assert got.confidence_kind == "rrf" and lo <= got.confidence <= hi < 0.04
+    assert ours.retrieve(q, k=10).confidence_kind == "cosine"
+    reader = SentenceReader(encoder=ours.dense.encoder)
+    assert Pipeline(ours, reader=reader, min_confidence=0.5).min_confidence == 0.5
+    with pytest.raises(ValueError, match="outside what this pipeline's confidence can be"):
+        Pipeline(milvus, reader=reader, min_confidence=0.5)        # the same cosine threshold
+    with pytest.raises(ValueError, match="a cosine threshold.*rrf score"):
+        Pipeline(milvus, reader=reader, min_confidence=0.01, min_confidence_kind="cosine")
+    dense = milvus.with_mode("dense")
+    assert Pipeline(dense, reader=reader, min_confidence=0.5,
+                    min_confidence_kind="cosine").confidence_kind == "cosine"
+
+
+@needs_milvus
 def test_hybrid_recall_matches_ours_within_noise(helpcentre_pair):
     ours, milvus = helpcentre_pair
     hc = load_helpcentre()
