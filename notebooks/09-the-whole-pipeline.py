@@ -26,7 +26,6 @@
 # %%
 import json
 import random
-import re
 import tempfile
 import time
 from collections import Counter
@@ -51,6 +50,7 @@ from ragbook.pipeline import (
     with_history,
 )
 from ragbook.readers import instruction_like
+from ragbook.text import sentences
 
 hc = load_helpcentre()
 encoder = Encoder()
@@ -361,8 +361,7 @@ print(f"\n{len(traps)} superseded-trap questions, filter off: the retired page a
 # aimed at the model. `instruction_like` finds it in the whole help centre:
 
 # %%
-sentence_split = re.compile(r"(?<=[.!?])\s+|\n+")
-planted = [(d.id, s.strip()) for d in hc.documents for s in sentence_split.split(d.text) if instruction_like(s)]
+planted = [(d.id, s) for d in hc.documents for s in sentences(d.text) if instruction_like(s)]
 print(f"{len(planted)} instruction-like sentence(s) in {len(hc.documents)} pages:")
 for doc, s in planted:
     print(f"   {doc}: {s!r}")

@@ -206,8 +206,12 @@ class BM25Index(BaseRetriever):
 
         def write(folder: Path) -> None:
             sparse.save_npz(folder / "weights.npz", self.weights_)
-            meta = {"k1": self.k1, "b": self.b, "min_bm25": self.min_bm25,
-                    "tokenizer": asdict(self.tokenizer), "vocab": self.vocab_,
+            if not isinstance(self.tokenizer, Tokenizer):
+                raise TypeError(f"only a ragbook Tokenizer can be saved with the index, not "
+                                f"a {type(self.tokenizer).__name__}: save the items and "
+                                f"rebuild with your tokenizer instead")
+            settings = {**self.settings(deep=False), "tokenizer": asdict(self.tokenizer)}
+            meta = {"settings": settings, "vocab": self.vocab_,
                     "doc_len": self.doc_len_.tolist(), "idf": self.idf_.tolist()}
             (folder / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False),
                                               encoding="utf-8")
@@ -225,7 +229,8 @@ class BM25Index(BaseRetriever):
         path = Path(path)
         manifest = read_manifest(path, "BM25Index")
         meta = json.loads((path / "bm25.json").read_text(encoding="utf-8"))
-        self = cls(meta["k1"], meta["b"], Tokenizer(**meta["tokenizer"]), meta["min_bm25"])
+        settings = meta["settings"]
+        self = cls(**{**settings, "tokenizer": Tokenizer(**settings["tokenizer"])})
         self.items_ = loads((path / "records.json").read_text(encoding="utf-8"))
         self.vocab_ = meta["vocab"]
         self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
