@@ -72,6 +72,15 @@ def _read_folder(root: Path) -> list[Document]:
     files = sorted(p for p in root.rglob("*")
                    if p.suffix.lower() in SUFFIXES and p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    inside = root.resolve()
+    outside = [f for f in files if not f.resolve().is_relative_to(inside)]
+    if outside:  # a link out of the folder: its target was never meant to be served
+        shown = ", ".join(repr(str(f)) for f in outside[:3]) + (", ..." if len(outside) > 3
+                                                                 else "")
+        warnings.warn(f"skipped {len(outside)} file(s) under {str(root)!r} that link to "
+                      f"places outside it ({shown}); copy the files in to index them",
+                      stacklevel=3)
+        files = [f for f in files if f not in outside]
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")
@@ -87,13 +96,25 @@ def _read_folder(root: Path) -> list[Document]:
     return docs
 
 
+_UTF16_32 = {b"\xff\xfe\x00\x00": "utf-32le", b"\x00\x00\xfe\xff": "utf-32be",
+             b"\xff\xfe": "utf-16le", b"\xfe\xff": "utf-16be"}
+
+
 def _decode(raw: bytes, where: str) -> str:
+    for bom, encoding in _UTF16_32.items():
+        if raw.startswith(bom):
+            raise ValueError(f"{where} is {encoding.upper()} text (it starts with that byte-order "
+                             f"mark), not UTF-8; convert it: iconv -f {encoding} -t utf-8")
     try:
         text = raw.decode("utf-8-sig")  # tolerate a byte-order mark, as editors write one
     except UnicodeDecodeError as err:
         raise ValueError(f"{where} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
                          f"{err.start}); convert it, e.g. iconv -f latin1 -t utf-8, or remove "
                          f"it") from None
+    if "\x00" in text:
+        raise ValueError(f"{where} holds NUL bytes (at offset {text.index(chr(0))}): binary "
+                         f"data, or UTF-16 without a byte-order mark; convert text with e.g. "
+                         f"iconv -f utf-16le -t utf-8, or remove the file")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

@@ -69,3 +69,19 @@ def test_settings_are_in_the_checksummed_file(hybrid, tmp_path):
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     assert manifest["kind"] == "HybridRetriever" and "hybrid.json" in manifest["files"]
     assert manifest["count"] == len(hybrid)
+
+
+def test_metadata_that_looks_like_a_save_tag_round_trips(tmp_path):
+    """A page whose front matter says `__tuple__: x` once loaded back as a tuple and broke
+    every question asked of the index."""
+    from ragbook.types import Document
+
+    docs = [Document("a", "Refunds take 14 days on every plan.", metadata={"__tuple__": "x"}),
+            Document("b", "Exports hold 10,000 rows.", metadata={"__dict__": ["y"],
+                                                                  "path": ("Billing", "FAQ")})]
+    saved = BM25Index().build(docs).save(tmp_path / "bm25")
+    back = BM25Index.load(saved)
+    assert [h.metadata for h in back.search("refunds exports", k=2)] == [
+        h.metadata for h in BM25Index().build(docs).search("refunds exports", k=2)]
+    assert back.items_[0]["metadata"] == {"__tuple__": "x"}
+    assert back.items_[1]["metadata"]["path"] == ("Billing", "FAQ")

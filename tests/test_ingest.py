@@ -131,3 +131,28 @@ def test_jsonl_blank_texts_warn_and_bad_bytes_name_the_line(tmp_path):
     path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": "caf\xe9"}\n')
     with pytest.raises(ValueError, match=r"line 2 is not UTF-8"):
         read_documents(path)
+
+
+def test_a_link_out_of_the_folder_is_not_indexed(tmp_path):
+    secret = tmp_path / "outside" / "salaries.md"
+    secret.parent.mkdir()
+    secret.write_text("# Salaries\n\nThe CEO earns a lot.\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text("# FAQ\n\nRefunds take 14 days.\n", encoding="utf-8")
+    (docs / "inner.md").symlink_to(docs / "faq.md")          # a link inside: fine
+    (docs / "salaries.md").symlink_to(secret)                # a link out: skipped, said
+    with pytest.warns(UserWarning, match=r"skipped 1 file\(s\).*link to places outside"):
+        got = read_documents(docs)
+    assert [d.id for d in got] == ["faq", "inner"]
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("Refunds take 14 days.\n".encode("utf-16"), "UTF-16LE text.*iconv -f utf-16le -t utf-8"),
+    ("Refunds take 14 days.\n".encode("utf-16-le"), "NUL bytes.*UTF-16 without a byte-order"),
+    (b"PK\x03\x04\x00\x00binary", "NUL bytes"),
+])
+def test_utf16_and_binary_files_are_refused_with_the_right_advice(tmp_path, raw, message):
+    (tmp_path / "a.md").write_bytes(raw)
+    with pytest.raises(ValueError, match=message):
+        read_documents(tmp_path)
