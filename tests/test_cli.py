@@ -168,6 +168,11 @@ def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys)
     assert "candidates for a human to check:" in out and "  [1] " in out
 
 
+def test_ask_refuses_a_confidence_floor_no_cosine_can_reach(pipeline, index, capsys):
+    code, _, err = run(capsys, "ask", index, REFUND, "--min-confidence", "5")
+    assert code == 1 and "min_confidence=5.0 lies outside" in err and "cosine" in err
+
+
 def test_ask_json_and_trace(pipeline, index, tmp_path, capsys):
     trace = tmp_path / "trace.jsonl"
     code, out, _ = run(capsys, "ask", index, REFUND, "--json", "--trace", trace, "--keep", "3")
