@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -220,10 +221,21 @@ def _load(path: str):
     return HybridRetriever.load(path)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(text) -> str:
+    """Document text as the terminal may show it: control characters (escape sequences, bidi
+    overrides, stray line breaks in names) written as visible escapes, never obeyed."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"),
+                        str(text))
+
+
 def _passage(n: int, p: dict) -> str:
-    snippet = " ".join(str(p.get("text", "")).split())
+    snippet = " ".join(_shown(p.get("text", "")).split())
     snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
-    return (f"  [{n}] {p['doc_id']}  chars {p['start']}-{p['end']}  "
+    return (f"  [{n}] {_shown(p['doc_id']).replace(chr(10), chr(92) + 'n')}  "
+            f"chars {p['start']}-{p['end']}  "
             f"score {float(p['score']):.3f}  \"{snippet}\"")
 
 
@@ -239,17 +251,17 @@ def _ask(args) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if out["escalated"]:
-        detail = f" ({out['detail']})" if out.get("detail") else ""
+        detail = f" ({_shown(out['detail'])})" if out.get("detail") else ""
         print(f"escalated: {out['reason']}{detail}")
         print("candidates for a human to check:" if out["candidates"] else
               "no candidate passages were found")
         for n, p in enumerate(out["candidates"], 1):
             print(_passage(n, p))
     else:
-        print(out["answer"])
+        print(_shown(out["answer"]))
         if out.get("answer_span"):
             doc, start, end = out["answer_span"]
-            print(f"(from {doc}, chars {start}-{end})")
+            print(f"(from {_shown(doc)}, chars {start}-{end})")
         print("sources:")
         for n, p in enumerate(out["sources"], 1):
             print(_passage(n, p))
