@@ -26,6 +26,7 @@ import json
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,23 @@ from .retrieval import BaseRetriever, make_hit, trace_stage
 from .types import Hit, Retrieved
 
 __all__ = ["Cache", "CachedRetriever"]
+
+
+def guarded(cache, what: str, action, fallback):
+    """Run ``action`` on a SQLite-backed cache (with ``path`` and ``broken`` attributes). A
+    cache that fails — corrupt, read-only, locked, disk full — warns once, naming the file and
+    the fix, and is off for the rest of the run (``fallback`` is returned): a cache fault
+    never stops an index build or an answer, it only costs the time the cache would save."""
+    if cache.broken:
+        return fallback
+    try:
+        return action()
+    except sqlite3.Error as err:
+        cache.broken = str(err)
+        warnings.warn(f"{what} {str(cache.path)!r} failed ({err}); going on without it for "
+                      f"this run. Delete the file (it is rebuilt) or check the disk and its "
+                      f"permissions", stacklevel=4)
+        return fallback
 
 
 class Cache:
@@ -55,11 +73,17 @@ class Cache:
             raise ValueError(f"ttl must be > 0 seconds (or None for no expiry), got {ttl!r}")
         self.path = path if path is not None else models.cache_dir("cache") / f"{name}.sqlite"
         self.hits = self.misses = 0
+        self.broken: str | None = None   # why the cache is off for this run, once it fails
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-        with self._db:
-            self._db.execute("CREATE TABLE IF NOT EXISTS entry (ns TEXT, key TEXT, value TEXT, "
-                             "at REAL, PRIMARY KEY (ns, key))")
+        self._db = None
+
+        def open_db():
+            self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+            with self._db:
+                self._db.execute("CREATE TABLE IF NOT EXISTS entry (ns TEXT, key TEXT, "
+                                 "value TEXT, at REAL, PRIMARY KEY (ns, key))")
+
+        guarded(self, f"the {name!r} cache", open_db, None)
 
     @staticmethod
     def key(*parts: Any) -> str:
@@ -70,22 +94,34 @@ class Cache:
 
     def get(self, key: str) -> Any | None:
         """The value stored under ``key`` in this namespace, or None (a miss)."""
-        with self._lock:
-            row = self._db.execute("SELECT value, at FROM entry WHERE ns = ? AND key = ?",
-                                   (self.namespace, key)).fetchone()
-        if row is None or (self.ttl is not None and time.time() - row[1] > self.ttl):
+        def read():
+            with self._lock:
+                return self._db.execute("SELECT value, at FROM entry WHERE ns = ? AND key = ?",
+                                        (self.namespace, key)).fetchone()
+
+        row = guarded(self, f"the {self.name!r} cache", read, None)
+        try:  # a damaged row (not JSON, no time) is a miss, recomputed and overwritten
+            value = json.loads(row[0]) if row is not None else None
+            fresh = row is not None and (self.ttl is None or time.time() - row[1] <= self.ttl)
+        except (TypeError, ValueError):
+            value, fresh = None, False
+        if not fresh or value is None:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return value
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (anything JSON can write; NaN is refused with ``ValueError``) under
         ``key`` in the current namespace, replacing an older entry and restarting its ttl."""
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
-                             (self.namespace, key, text, time.time()))
+
+        def write():
+            with self._lock, self._db:
+                self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
+                                 (self.namespace, key, text, time.time()))
+
+        guarded(self, f"the {self.name!r} cache", write, None)
 
     def get_or_make(self, key: str, make) -> Any:
         """The cached value, or ``make()`` stored and returned."""
@@ -96,14 +132,20 @@ class Cache:
         return value
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM entry WHERE ns = ?",
-                                    (self.namespace,)).fetchone()[0]
+        def count():
+            with self._lock:
+                return self._db.execute("SELECT COUNT(*) FROM entry WHERE ns = ?",
+                                        (self.namespace,)).fetchone()[0]
+
+        return guarded(self, f"the {self.name!r} cache", count, 0)
 
     def clear(self) -> None:
         """Forget this namespace's entries (other namespaces are kept)."""
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM entry WHERE ns = ?", (self.namespace,))
+        def delete():
+            with self._lock, self._db:
+                self._db.execute("DELETE FROM entry WHERE ns = ?", (self.namespace,))
+
+        guarded(self, f"the {self.name!r} cache", delete, None)
 
     @property
     def hit_rate(self) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
+from .cache import guarded
 from .checks import check_k, check_text
 
 _length_lock = threading.Lock()
@@ -98,8 +99,12 @@ class _VectorCache:
     def __init__(self, path: Path, dim: int):
         self.path, self.dim = path, dim
         self._local = threading.local()
-        with self._conn() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        self.broken: str | None = None   # why the cache is off for this run, once it fails
+        self._guard(lambda: self._conn().execute(
+            "CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)"), None)
+
+    def _guard(self, action, fallback):
+        return guarded(self, "the embedding cache", action, fallback)
 
     def _conn(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
@@ -107,20 +112,33 @@ class _VectorCache:
         return self._local.db
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        db = self._conn()
-        for s in range(0, len(hashes), 500):
-            part = list(hashes[s:s + 500])
-            q = f"SELECT h, v FROM vec WHERE h IN ({','.join('?' * len(part))})"
-            for h, blob in db.execute(q, part):
-                found[h] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        """The cached vectors of ``hashes``; a row that is not a finite unit vector of this
+        model's dimension (a damaged file) counts as a miss, so it is embedded again."""
+        def read() -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
+            db = self._conn()
+            for s in range(0, len(hashes), 500):
+                part = list(hashes[s:s + 500])
+                q = f"SELECT h, v FROM vec WHERE h IN ({','.join('?' * len(part))})"
+                for h, blob in db.execute(q, part):
+                    if not isinstance(blob, bytes) or len(blob) != 4 * self.dim:
+                        continue
+                    v = np.frombuffer(blob, dtype=np.float32)
+                    if np.isfinite(v).all() and abs(float(v @ v) - 1.0) < 1e-3:
+                        found[h] = v
+            return found
+
+        return self._guard(read, {})
 
     def put(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        with self._conn() as db:
-            db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
-                           [(h, v.astype(np.float32).tobytes())
-                            for h, v in zip(hashes, vectors, strict=True)])
+        """Store vectors under their hashes (a failing cache is skipped, see ``_guard``)."""
+        def write() -> None:
+            with self._conn() as db:
+                db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
+                               [(h, v.astype(np.float32).tobytes())
+                                for h, v in zip(hashes, vectors, strict=True)])
+
+        self._guard(write, None)
 
 
 def _slug(text: str) -> str:

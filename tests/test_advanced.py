@@ -2,6 +2,7 @@
 notes, and the caches — each on real help-centre text, each checked against the contract."""
 import time
 
+import numpy as np
 import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
@@ -192,3 +193,38 @@ def test_answer_cache_misses_when_the_corpus_or_the_model_changes(tmp_path):
     cp.ask(Q)
     assert cp.cache.misses == 3                                            # model changed
     assert cp.cache.hit_rate == 1 / 4
+
+
+def test_a_broken_cache_warns_names_the_file_and_the_run_goes_on(tmp_path):
+    bad = tmp_path / "answers.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.warns(UserWarning, match=r"answers\.sqlite.*going on without it"):
+        c = Cache("answers", "ns", path=bad)
+        assert c.get("q") is None            # a miss, not a traceback
+    c.put("q", {"a": 1})                     # skipped quietly after the one warning
+    assert c.get("q") is None and len(c) == 0 and c.broken
+
+
+def test_a_damaged_cache_row_is_a_miss(tmp_path):
+    import sqlite3
+
+    c = Cache("t", "ns", path=tmp_path / "c.sqlite")
+    c.put("q", {"a": 1})
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        db.execute("UPDATE entry SET value = '{not json'")
+    assert c.get("q") is None and c.misses == 1
+    c.put("q", {"a": 2})
+    assert c.get("q") == {"a": 2}
+
+
+def test_a_damaged_embedding_row_is_embedded_again(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
+    enc = Encoder()
+    good = enc.encode_passages(["Refunds take 14 days."])
+    path = enc._store().path
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE vec SET v = ?", (b"\x00" * 7,))              # truncated row
+    again = Encoder().encode_passages(["Refunds take 14 days."])
+    assert np.allclose(again, good, atol=1e-6)
