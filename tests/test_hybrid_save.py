@@ -2,6 +2,8 @@
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
@@ -85,3 +87,42 @@ def test_metadata_that_looks_like_a_save_tag_round_trips(tmp_path):
         h.metadata for h in BM25Index().build(docs).search("refunds exports", k=2)]
     assert back.items_[0]["metadata"] == {"__tuple__": "x"}
     assert back.items_[1]["metadata"]["path"] == ("Billing", "FAQ")
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))
+keys = st.one_of(st.sampled_from(["__tuple__", "__dict__", "status", ""]), st.text(max_size=6))
+metadata = st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=3),
+                                           st.lists(scalars, max_size=3).map(tuple)),
+                           max_size=4)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(metadata, min_size=1, max_size=3))
+def test_any_allowed_metadata_round_trips_through_every_save(tmp_path_factory, metas):
+    """Whatever keys and values check_metadata allows come back exactly (types included:
+    tuples stay tuples, ints stay ints) from BM25Index and DenseIndex on FAISS (what a hybrid
+    saves)."""
+    import numpy as np
+
+    from ragbook.types import Document
+
+    docs = [Document(f"d{i}", f"refund window number {i}", metadata=m)
+            for i, m in enumerate(metas)]
+    rng = np.random.default_rng(len(metas))
+    vectors = rng.normal(size=(len(docs), 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    folder = tmp_path_factory.mktemp("save")
+    bm25 = BM25Index.load(BM25Index().build(docs).save(folder / "bm25"))
+    dense = DenseIndex.load(DenseIndex(Encoder()).build(docs, vectors=vectors)
+                            .save(folder / "dense"), encoder=Encoder())
+
+    def typed(v):
+        return [(type(x).__name__, x) for x in v] if isinstance(v, (list, tuple)) else v
+
+    for index in (bm25, dense):
+        for doc, rec in zip(docs, index.items_, strict=True):
+            assert rec["metadata"] == doc.metadata
+            assert {k: (type(v).__name__, typed(v)) for k, v in rec["metadata"].items()} == \
+                {k: (type(v).__name__, typed(v)) for k, v in doc.metadata.items()}
