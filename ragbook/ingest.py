@@ -32,7 +32,7 @@ SUFFIXES = (".md", ".markdown", ".txt")
 _MARKDOWN = (".md", ".markdown")
 
 
-def read_documents(path: str | os.PathLike) -> list[Document]:
+def read_documents(path: str | os.PathLike, follow_links_out: bool = False) -> list[Document]:
     """The documents under ``path``: a folder, a ``.jsonl`` file, or one Markdown/text file.
 
     **A folder**: every ``*.md``, ``*.markdown`` and ``*.txt`` below it (recursively, sorted;
@@ -51,13 +51,16 @@ def read_documents(path: str | os.PathLike) -> list[Document]:
     first few: an empty file (or one holding only front matter) is common in a docs folder
     and should not stop an index build. Files that are not UTF-8, duplicate ids, a missing
     path and a folder without matching files are errors that name the file and the fix.
+
+    A file that is a link to somewhere outside the folder is skipped with a warning (its
+    target was not meant to be served); ``follow_links_out=True`` reads it, and says so.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{str(path)!r} does not exist; give a folder of "
                                 f"{'/'.join(SUFFIXES)} files or a .jsonl file")
     if path.is_dir():
-        docs = _read_folder(path)
+        docs = _read_folder(path, follow_links_out)
     elif path.suffix.lower() == ".jsonl":
         docs = _read_jsonl(path)
     elif path.suffix.lower() in SUFFIXES:
@@ -68,7 +71,7 @@ def read_documents(path: str | os.PathLike) -> list[Document]:
     return _drop_blank(docs, path)
 
 
-def _read_folder(root: Path) -> list[Document]:
+def _read_folder(root: Path, follow_links_out: bool) -> list[Document]:
     files = sorted(p for p in root.rglob("*")
                    if p.suffix.lower() in SUFFIXES and p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(root).parts))
@@ -77,10 +80,15 @@ def _read_folder(root: Path) -> list[Document]:
     if outside:  # a link out of the folder: its target was never meant to be served
         shown = ", ".join(repr(str(f)) for f in outside[:3]) + (", ..." if len(outside) > 3
                                                                  else "")
-        warnings.warn(f"skipped {len(outside)} file(s) under {str(root)!r} that link to "
-                      f"places outside it ({shown}); copy the files in to index them",
-                      stacklevel=3)
-        files = [f for f in files if f not in outside]
+        if follow_links_out:
+            warnings.warn(f"reading {len(outside)} file(s) under {str(root)!r} that link to "
+                          f"places outside it ({shown}), as follow_links_out=True asks",
+                          stacklevel=3)
+        else:
+            warnings.warn(f"skipped {len(outside)} file(s) under {str(root)!r} that link to "
+                          f"places outside it ({shown}); copy the files in to index them, "
+                          f"or pass follow_links_out=True", stacklevel=3)
+            files = [f for f in files if f not in outside]
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")

@@ -145,6 +145,9 @@ def test_a_link_out_of_the_folder_is_not_indexed(tmp_path):
     with pytest.warns(UserWarning, match=r"skipped 1 file\(s\).*link to places outside"):
         got = read_documents(docs)
     assert [d.id for d in got] == ["faq", "inner"]
+    with pytest.warns(UserWarning, match=r"reading 1 file\(s\).*follow_links_out=True"):
+        got = read_documents(docs, follow_links_out=True)
+    assert [d.id for d in got] == ["faq", "inner", "salaries"]
 
 
 @pytest.mark.parametrize("raw, message", [
