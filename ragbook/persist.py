@@ -110,7 +110,14 @@ def read_manifest(path: str | os.PathLike, kind: str) -> dict:
     if not mf.exists():
         raise FileNotFoundError(f"no saved {kind} in {str(path)!r} (no manifest.json); save "
                                 f"one with .save(path) first")
-    manifest = json.loads(mf.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(mf.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptIndexError(f"{str(mf)!r} is not a readable manifest ({err}); the save is "
+                                f"damaged: rebuild and save the index again") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise CorruptIndexError(f"{str(mf)!r} is not a ragbook manifest (expected a JSON object "
+                                f"with 'kind' and 'files'); rebuild and save the index again")
     if manifest.get("kind") != kind:
         raise CorruptIndexError(f"{str(path)!r} holds a {manifest.get('kind')!r}, not a {kind}; "
                                 f"load it with the matching class")

@@ -126,3 +126,11 @@ def test_any_allowed_metadata_round_trips_through_every_save(tmp_path_factory, m
             assert rec["metadata"] == doc.metadata
             assert {k: (type(v).__name__, typed(v)) for k, v in rec["metadata"].items()} == \
                 {k: (type(v).__name__, typed(v)) for k, v in doc.metadata.items()}
+
+
+@pytest.mark.parametrize("content", ["", '{"kind": "Hybrid', "[1, 2]", '{"kind": 3}', "\xff"])
+def test_a_damaged_manifest_is_named(hybrid, tmp_path, content):
+    hybrid.save(tmp_path / "idx")
+    (tmp_path / "idx" / "manifest.json").write_bytes(content.encode("latin1"))
+    with pytest.raises(CorruptIndexError, match=r"manifest\.json.*rebuild and save"):
+        HybridRetriever.load(tmp_path / "idx")
