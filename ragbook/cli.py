@@ -175,7 +175,12 @@ def _warn(message: str) -> None:
 
 # -- index ---------------------------------------------------------------------------------
 def _check_out(out: Path) -> None:
-    """Refuse an --out that is not ours to replace: saving swaps the whole folder."""
+    """Refuse an --out that is not ours to replace: saving swaps the whole folder. Checked
+    before any embedding, so a bad path costs nothing."""
+    here = Path.cwd().resolve()
+    if out.resolve() == here or out.resolve() in here.parents:
+        raise UsageError(f"--out {str(out)!r} is the current folder or one above it, which the "
+                         f"index would replace; give a new folder, e.g. --out my-index")
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {str(out)!r} is a file; give a folder path for the index")
     if out.is_dir() and any(out.iterdir()):

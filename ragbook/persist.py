@@ -80,6 +80,10 @@ def save_atomic(path: str | os.PathLike, kind: str, write, info: Mapping[str, An
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{str(path)!r} is a file; save an index to a folder path")
+    if path.resolve() == Path.cwd().resolve() or path.resolve() in Path.cwd().resolve().parents:
+        raise ValueError(f"cannot save into {str(path)!r}: it is the current folder or one "
+                         f"above it, which the save would replace; give a new folder path")
+    path = path.resolve() if not path.name else path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.saving-{os.getpid()}")
     old = path.with_name(f".{path.name}.old-{os.getpid()}")

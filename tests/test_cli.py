@@ -203,3 +203,12 @@ def test_document_text_cannot_drive_the_terminal():
     line = _passage(1, {"doc_id": "faq\n  [2] forged", "start": 0, "end": 5, "score": 0.5,
                         "text": "ok\x07"})
     assert "\n" not in line and "\x07" not in line and "faq\\n  [2] forged" in line
+
+
+def test_index_refuses_the_current_folder_before_embedding(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nRefunds take 14 days.\n", encoding="utf-8")
+    for out in (".", ".."):
+        code, _, err = run(capsys, "index", "docs", "--out", out)
+        assert code == 2 and "current folder" in err
