@@ -10,23 +10,36 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import math
+import socket
 import threading
 import time
 import warnings
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 from .llm import _check, _preview
 
 __all__ = ["ChatServer"]
 
+_LINGER_S = 0.5          # how long a refused connection is drained before it is closed
+_MAX_LINGERING = 64      # refused sockets awaiting their close at once (beyond: closed at once)
+
 
 class _BadRequest(ValueError):
-    """A request the server refuses: ``status`` and the message sent back as JSON."""
+    """A request the server refuses: ``status`` and the message sent back as JSON; ``close``
+    when the body was left unread (the connection is then ended)."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error",
+                 close: bool = False):
         super().__init__(message)
-        self.status, self.kind = status, kind
+        self.status, self.kind, self.close = status, kind, close
+
+
+class _Deadline(Exception):
+    """The client did not send its whole request within ``request_timeout`` seconds. Not an
+    ``OSError``: ``BaseHTTPRequestHandler`` swallows socket timeouts without answering."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -37,6 +50,79 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:                       # a host name, or "" (every interface)
         return False
+
+
+def _split_host(value: str) -> tuple[str, str | None] | None:
+    """(host, port or None) of a ``Host`` header or an origin's netloc (``[::1]:8000``,
+    ``localhost``); None when it is malformed. The host is lower-cased, brackets removed."""
+    value = value.strip().lower()
+    if value.startswith("["):                # an IPv6 literal: [::1] or [::1]:port
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[1:end], value[end + 1:]
+        if rest and not rest.startswith(":"):
+            return None
+        port = rest[1:] if rest else None
+    elif value.count(":") == 1:
+        host, port = value.split(":")
+    elif ":" in value:                       # a bare IPv6 address is not a valid Host
+        return None
+    else:
+        host, port = value, None
+    if not host or (port is not None and not port.isdigit()):
+        return None
+    return host, port
+
+
+def _check_names(name: str, values, example: str, check) -> tuple[str, ...] | None:
+    """``values`` (None, or a tuple/list/set of strings each passing ``check``) as a tuple;
+    ``ValueError`` naming the setting, the rule and an example otherwise."""
+    if values is None:
+        return None
+    if not isinstance(values, (tuple, list, set, frozenset)) \
+            or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{name} must be a tuple of strings (or None), got {values!r}; e.g. "
+                         f"{name}=({example!r},)")
+    values = tuple(v.strip() for v in values)
+    for value in values:
+        problem = check(value)
+        if problem:
+            raise ValueError(f"{name} entry {value!r} {problem}; e.g. {name}=({example!r},), "
+                             f"or {name}=('*',) to allow any")
+    return values
+
+
+def _host_problem(value: str) -> str | None:
+    if value == "*":
+        return None
+    if not value or any(c in value for c in "/ \t@?#"):
+        return "is not a host name or address (no scheme, path or port)"
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    if ":" in bare:
+        try:
+            ipaddress.IPv6Address(bare)
+        except ValueError:
+            return "is not a host name or address (give the name without ':port')"
+    return None
+
+
+def _origin_problem(value: str) -> str | None:
+    if value == "*":
+        return None
+    parts = urlsplit(value.rstrip("/"))
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path \
+            or parts.query or parts.fragment or _split_host(parts.netloc) is None:
+        return "is not an origin (scheme://host[:port], no path)"
+    return None
+
+
+def _check_positive(name: str, value, kind, example: str):
+    if isinstance(value, bool) or not isinstance(value, kind) \
+            or (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
+        what = "an int >= 1" if kind is int else "a positive, finite number of seconds"
+        raise ValueError(f"{name} must be {what}, got {value!r}; e.g. {name}={example}")
+    return value
 
 
 def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str]]:
@@ -76,6 +162,140 @@ def _completion(text: str, model: str) -> dict:
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
+def _error_bytes(status: int, reason: str, message: str, kind: str) -> bytes:
+    """A whole HTTP/1.0 error response, for answering without a request handler."""
+    body = json.dumps({"error": {"message": message, "type": kind}}).encode()
+    head = (f"HTTP/1.0 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\nRetry-After: 1\r\n\r\n")
+    return head.encode() + body
+
+
+class _DeadlineReader:
+    """The handler's ``rfile``: reads the socket, but the whole request (line, headers and
+    body) must arrive before ``start(seconds)``'s deadline — each ``recv`` waits only for the
+    time left, so a client trickling one byte a second is still cut. ``_Deadline`` when late."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock, self._buf, self._deadline = sock, bytearray(), math.inf
+
+    def start(self, seconds: float) -> None:
+        self._deadline = time.monotonic() + seconds
+
+    def _fill(self) -> bool:
+        """Receive more bytes; False at the end of the stream."""
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise _Deadline
+        self._sock.settimeout(left)
+        try:
+            data = self._sock.recv(65536)
+        except TimeoutError:
+            raise _Deadline from None
+        self._buf += data
+        return bool(data)
+
+    def _take(self, n: int) -> bytes:
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            end = self._buf.find(b"\n")
+            if end >= 0 and (limit < 0 or end < limit):
+                return self._take(end + 1)
+            if 0 <= limit <= len(self._buf) or not self._fill():
+                return self._take(len(self._buf) if limit < 0 else limit)
+
+    def read(self, n: int | None = -1) -> bytes:
+        while (n is None or n < 0 or len(self._buf) < n) and self._fill():
+            pass
+        return self._take(len(self._buf) if n is None or n < 0 else n)
+
+    def close(self) -> None:
+        self._buf.clear()
+
+
+class _CappedServer(ThreadingHTTPServer):
+    """A ``ThreadingHTTPServer`` that serves at most ``chat.max_connections`` connections at
+    once: one more is answered 503 from the accepting thread (no thread is started for it)
+    and closed after a short drain."""
+
+    def __init__(self, address, handler, chat: ChatServer):
+        self._chat, self._active, self._count_lock = chat, 0, threading.Lock()
+        self._lingering: list[tuple[float, socket.socket]] = []
+        super().__init__(address, handler)
+
+    @property
+    def active_connections(self) -> int:
+        return self._active
+
+    def _release(self) -> None:
+        with self._count_lock:
+            self._active -= 1
+
+    def process_request(self, request, client_address):
+        with self._count_lock:
+            full = self._active >= self._chat.max_connections
+            if not full:
+                self._active += 1
+        if full:
+            return self._refuse(request)
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        cap = self._chat.max_connections
+        reply = _error_bytes(503, "Service Unavailable",
+                             f"the server already has {cap} connections open "
+                             f"(max_connections={cap}); retry shortly, or construct "
+                             f"ChatServer(..., max_connections={2 * cap}) to serve more at once",
+                             "server_error")
+        try:
+            request.setblocking(False)
+            request.send(reply)                    # small: fits a fresh socket's send buffer
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            return request.close()
+        # closed a little later (service_actions), after draining what the client sent, so
+        # that unread request bytes do not turn the close into a reset that loses the 503
+        self._lingering.append((time.monotonic() + _LINGER_S, request))
+        while len(self._lingering) > _MAX_LINGERING:
+            self._lingering.pop(0)[1].close()
+
+    def service_actions(self):
+        super().service_actions()
+        now, keep = time.monotonic(), []
+        for until, sock in self._lingering:
+            try:
+                while sock.recv(65536):
+                    pass
+                sock.close()                       # the client closed its side
+            except BlockingIOError:
+                if until > now:
+                    keep.append((until, sock))
+                else:
+                    sock.close()
+            except OSError:
+                sock.close()
+        self._lingering = keep
+
+    def server_close(self):
+        super().server_close()
+        for _, sock in self._lingering:
+            sock.close()
+        self._lingering = []
+
+
 class ChatServer:
     """Serve ``llm`` at ``http://host:port/v1/chat/completions`` (the OpenAI protocol's
     non-streaming subset) from a background thread. ``port=0`` picks a free port.
@@ -87,24 +307,59 @@ class ChatServer:
     the same way again and a retrying client would only run it again. Serving on anything
     but a loopback address warns: the model would answer anyone who can reach the port.
 
+    Guards against web pages and stuck clients (each a constructor setting):
+
+    - ``allowed_hosts``: the ``Host`` header must name this machine — ``localhost``,
+      ``127.x.x.x`` or ``[::1]``, with this server's port or none (plus ``host`` itself when
+      it is a specific address) — else 421: a DNS-rebinding page reaches the port under its
+      own name. A tuple of extra names (no port) widens it; ``("*",)`` turns it off.
+    - ``allowed_origins``: a request with an ``Origin`` header (a browser's) is served only
+      from a loopback origin (``http://localhost:<any port>``, ...) or one listed here
+      (``"https://app.example"``; ``("*",)`` for any), else 403.
+    - POST bodies must be ``Content-Type: application/json`` (415): a cross-site form or
+      ``text/plain`` "simple request" is refused, and a JSON one needs a CORS preflight,
+      which this server does not grant.
+    - ``Transfer-Encoding`` (chunked) bodies are refused with 411: send ``Content-Length``.
+    - ``max_connections`` (default 16): connections served at once, the generating one
+      included; one more is answered 503 (``Retry-After: 1``) at once and closed.
+    - ``request_timeout`` (default 30 s): the whole request — line, headers and body — must
+      arrive within it from the connection's start, else 408 and the connection is closed,
+      however steadily the client trickles. Generation is not bounded by it.
+
+    Invalid settings raise ``ValueError`` naming the value, the rule and an example.
+
     >>> with ChatServer(LocalLLM()) as server:          # doctest: +SKIP
     ...     OpenAICompatibleLLM(server.base_url, "local").generate(msgs)
     """
 
     def __init__(self, llm, host: str = "127.0.0.1", port: int = 0, model_name: str = "local",
-                 max_request_bytes: int = 1_000_000, api_key: str | None = None):
+                 max_request_bytes: int = 1_000_000, api_key: str | None = None,
+                 allowed_hosts: tuple[str, ...] | None = None,
+                 allowed_origins: tuple[str, ...] | None = None,
+                 max_connections: int = 16, request_timeout: float = 30.0):
         if isinstance(max_request_bytes, bool) or not isinstance(max_request_bytes, int) \
                 or max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be an int >= 1, got {max_request_bytes!r}; "
                              "e.g. max_request_bytes=1_000_000")
+        self.max_connections = _check_positive("max_connections", max_connections, int, "16")
+        self.request_timeout = float(_check_positive("request_timeout", request_timeout,
+                                                     (int, float), "30.0"))
+        self.allowed_hosts = _check_names("allowed_hosts", allowed_hosts, "myhost.lan",
+                                          _host_problem)
+        self.allowed_origins = _check_names("allowed_origins", allowed_origins,
+                                            "https://app.example", _origin_problem)
         if not _is_loopback(host):
             warnings.warn(f"ChatServer host={host!r} is not a loopback address: anyone who can "
                           "reach this port can use the model. Use host='127.0.0.1' unless you "
                           "mean it (and then set api_key=)", UserWarning, stacklevel=2)
         self.llm, self.model_name = llm, model_name
         self.max_request_bytes, self.api_key = max_request_bytes, api_key
+        self._hosts = {h.strip("[]").lower() for h in self.allowed_hosts or ()}
+        if host and host.strip("[]") not in ("0.0.0.0", "::"):    # a specific address: its own
+            self._hosts.add(host.strip("[]").lower())             # name is no rebinding
+        self._origins = {o.rstrip("/").lower() for o in self.allowed_origins or ()}
         self._lock = threading.Lock()  # one generation at a time: the model is not re-entrant
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
+        self._httpd = _CappedServer((host, port), self._handler(), self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -119,17 +374,65 @@ class ChatServer:
             return True
         return hmac.compare_digest((header or "").encode(), f"Bearer {self.api_key}".encode())
 
+    def _check_host(self, headers) -> None:
+        """421 unless the one ``Host`` header names this machine (or an allowed name)."""
+        if "*" in self._hosts:
+            return
+        port = str(self._httpd.server_address[1])
+        values = headers.get_all("Host") or []
+        parsed = _split_host(values[0]) if len(values) == 1 else None
+        if parsed is not None and parsed[1] in (None, port) \
+                and (_is_loopback(parsed[0]) or parsed[0] in self._hosts):
+            return
+        shown = values[0] if len(values) == 1 else values
+        name = parsed[0] if parsed else "myhost.lan"
+        raise _BadRequest(421, f"Host header {shown!r} is not this server: only localhost, "
+                               f"127.0.0.1 or [::1] (with port {port} or none) are served, so "
+                               "that a web page cannot reach the model by DNS rebinding; "
+                               f"connect to http://127.0.0.1:{port}/v1, or construct "
+                               f"ChatServer(..., allowed_hosts=({name!r},)) to serve that name "
+                               "too")
+
+    def _check_origin(self, headers) -> None:
+        """403 when a browser sends the request from a page that is not local (or allowed)."""
+        for origin in headers.get_all("Origin") or []:
+            key = origin.strip().rstrip("/").lower()
+            parts = urlsplit(key)
+            netloc = _split_host(parts.netloc) if parts.netloc else None
+            if "*" in self._origins or key in self._origins or (
+                    parts.scheme in ("http", "https") and netloc is not None
+                    and _is_loopback(netloc[0]) and not parts.path):
+                continue
+            raise _BadRequest(403, f"Origin {origin!r} is not a loopback origin: a web page from "
+                                   "another site may not use this model. Call it from a script "
+                                   "or notebook (no Origin header), or construct ChatServer(..., "
+                                   f"allowed_origins=({origin.strip()!r},)) to allow that site")
+
     def _answer(self, path: str, headers, read) -> dict:
         """The reply to one POST (``read(n)`` reads the body); ``_BadRequest`` for a refusal."""
+        if headers.get("Transfer-Encoding") is not None:
+            raise _BadRequest(411, "Transfer-Encoding "
+                                   f"{headers['Transfer-Encoding']!r} is not supported: send "
+                                   "the body whole, with a Content-Length header", close=True)
         try:
             length = int(headers.get("Content-Length", 0))
+            if length < 0:
+                raise ValueError
         except ValueError:
-            raise _BadRequest(400, "Content-Length must be an integer, got "
-                                   f"{headers['Content-Length']!r}") from None
+            raise _BadRequest(400, "Content-Length must be an integer >= 0, got "
+                                   f"{headers['Content-Length']!r}", close=True) from None
         if length > self.max_request_bytes:
             raise _BadRequest(413, f"the request has {length} bytes, over max_request_bytes="
-                                   f"{self.max_request_bytes}; send fewer or shorter messages")
-        body = read(max(length, 0))
+                                   f"{self.max_request_bytes}; send fewer or shorter messages",
+                              close=True)
+        body = read(length)                  # read before refusing: no reset loses the answer
+        self._check_host(headers)
+        self._check_origin(headers)
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _BadRequest(415, f"Content-Type must be application/json, got "
+                                   f"{headers.get('Content-Type')!r}; send the chat-completions "
+                                   "request as JSON with 'Content-Type: application/json'")
         if path.rstrip("/") != "/v1/chat/completions":
             raise _BadRequest(404, f"no route {path}; POST to /v1/chat/completions")
         if not self._authorized(headers.get("Authorization")):
@@ -148,13 +451,52 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            timeout = 60                     # seconds a client may stall mid-request
+            timeout = None                   # the reader enforces request_timeout itself
+            _linger = False
 
             def log_message(self, *args):  # keep notebooks and test output quiet
                 pass
 
+            def setup(self):
+                super().setup()
+                self.rfile.close()
+                self.rfile = _DeadlineReader(self.connection)
+
+            def handle_one_request(self):
+                self.rfile.start(server.request_timeout)
+                self.requestline, self.command, self.request_version = "", None, "HTTP/1.0"
+                try:
+                    super().handle_one_request()
+                except _Deadline:
+                    self.close_connection, self._linger = True, True
+                    if self.request_version == "HTTP/0.9":
+                        self.request_version = "HTTP/1.0"
+                    error = {"error": {"message": "the request did not arrive whole within "
+                                       f"request_timeout={server.request_timeout:g} s; send "
+                                       "it at once (or construct ChatServer(..., "
+                                       "request_timeout=...) with more time)",
+                                       "type": "invalid_request_error"}}
+                    try:
+                        self._send(408, error, {"Connection": "close"})
+                    except OSError:
+                        pass
+
+            def finish(self):
+                try:
+                    super().finish()
+                    if self._linger:         # drain briefly so the close is not a reset
+                        self.connection.shutdown(socket.SHUT_WR)
+                        until = time.monotonic() + _LINGER_S
+                        while (left := until - time.monotonic()) > 0:
+                            self.connection.settimeout(left)
+                            if not self.connection.recv(65536):
+                                break
+                except OSError:
+                    pass
+
             def _send(self, code: int, body: dict, headers: Mapping[str, str] | None = None):
                 data = json.dumps(body).encode()
+                self.connection.settimeout(server.request_timeout)   # bounds a stuck reader
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -168,8 +510,8 @@ class ChatServer:
                     reply = server._answer(self.path, self.headers, self.rfile.read)
                 except _BadRequest as err:
                     headers = {"x-should-retry": "false"} if err.status == 500 else {}
-                    if err.status == 413:            # the body is left unread: end the connection
-                        self.close_connection = True
+                    if err.close:            # the body is left unread: end the connection
+                        self.close_connection, self._linger = True, True
                         headers = {"Connection": "close"}
                     error = {"error": {"message": str(err), "type": err.kind}}
                     return self._send(err.status, error, headers)

@@ -1,6 +1,7 @@
 import contextlib
 import http.client
 import json
+import select
 import socket
 import threading
 import time
@@ -263,3 +264,167 @@ def test_serving_beyond_loopback_warns():
         for host in ("127.0.0.1", "localhost"):
             with ChatServer(Scripted(), host=host):
                 pass
+
+
+# -- the server's guards: web pages (DNS rebinding, cross-site posts) and stuck clients --------
+def raw_exchange(address, request: bytes, timeout=5.0):
+    """(status, parsed JSON body) of one raw HTTP exchange on a fresh socket: the request is
+    sent as given (any Host, any framing) and the reply read until the server closes."""
+    with socket.create_connection(address, timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def chat_request(headers: dict, body: bytes = b"") -> bytes:
+    lines = ["POST /v1/chat/completions HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+OK_BODY = json.dumps({"messages": MESSAGES}).encode()
+
+
+def test_server_serves_only_loopback_host_names_unless_allowed():
+    backend = Scripted()
+    with ChatServer(backend) as server:
+        address = server._httpd.server_address[:2]
+        port = address[1]
+        for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST",
+                     f"127.5.6.7:{port}", f"[::1]:{port}"):
+            headers = {"Host": host, "Content-Type": "application/json",
+                       "Content-Length": len(OK_BODY)}
+            assert raw_exchange(address, chat_request(headers, OK_BODY))[0] == 200, host
+        for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}",
+                     f"attacker.localhost.evil:{port}", "", "::1", "127.0.0.1:x"):
+            headers = {"Host": host, "Content-Type": "application/json",
+                       "Content-Length": len(OK_BODY)}
+            code, reply = raw_exchange(address, chat_request(headers, OK_BODY))
+            assert code == 421, host
+            assert "allowed_hosts=" in reply["error"]["message"] and "DNS rebinding" in \
+                reply["error"]["message"]
+        no_host = chat_request({"Content-Type": "application/json",
+                                "Content-Length": len(OK_BODY)}, OK_BODY)
+        assert raw_exchange(address, no_host)[0] == 421
+        two = chat_request({"Host": "localhost", "host": "evil.example",
+                            "Content-Type": "application/json",
+                            "Content-Length": len(OK_BODY)}, OK_BODY)
+        assert raw_exchange(address, two)[0] == 421
+    assert backend.calls == 6
+    with ChatServer(backend, allowed_hosts=("myhost.lan",)) as server:
+        address = server._httpd.server_address[:2]
+        for host, code in ((f"MyHost.lan:{address[1]}", 200), ("myhost.lan", 200),
+                           ("localhost", 200), ("other.lan", 421)):
+            headers = {"Host": host, "Content-Type": "application/json",
+                       "Content-Length": len(OK_BODY)}
+            assert raw_exchange(address, chat_request(headers, OK_BODY))[0] == code, host
+    with ChatServer(backend, allowed_hosts=("*",)) as server:
+        headers = {"Host": "anything.example", "Content-Type": "application/json",
+                   "Content-Length": len(OK_BODY)}
+        assert raw_exchange(server._httpd.server_address[:2],
+                            chat_request(headers, OK_BODY))[0] == 200
+
+
+def test_server_refuses_cross_site_requests_text_plain_and_foreign_origins():
+    backend = Scripted()
+    with ChatServer(backend, allowed_origins=("https://app.example",)) as server:
+        url = server.base_url + "/chat/completions"
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+            code, reply = post(url, OK_BODY, {"Content-Type": ctype})
+            assert code == 415 and "application/json" in reply["error"]["message"], ctype
+        address = server._httpd.server_address[:2]
+        no_type = chat_request({"Host": "localhost", "Content-Length": len(OK_BODY)}, OK_BODY)
+        assert raw_exchange(address, no_type)[0] == 415
+        assert backend.calls == 0
+        assert post(url, OK_BODY, {"Content-Type": "application/json; charset=utf-8"})[0] == 200
+        for origin in ("https://evil.example", "http://localhost.evil.example", "null",
+                       "http://evil.example:8000", "file://"):
+            code, reply = post(url, OK_BODY, {"Origin": origin})
+            assert code == 403, origin
+            assert "allowed_origins=" in reply["error"]["message"]
+        for origin in ("http://localhost:8888", "http://127.0.0.1", "https://[::1]:3000",
+                       "https://app.example", "HTTPS://APP.EXAMPLE/"):
+            assert post(url, OK_BODY, {"Origin": origin})[0] == 200, origin
+    assert backend.calls == 6
+
+
+def test_server_answers_chunked_bodies_with_411():
+    backend = Scripted()
+    with ChatServer(backend) as server:
+        chunked = chat_request({"Host": "localhost", "Content-Type": "application/json",
+                                "Transfer-Encoding": "chunked"},
+                               b"%x\r\n%s\r\n0\r\n\r\n" % (len(OK_BODY), OK_BODY))
+        code, reply = raw_exchange(server._httpd.server_address[:2], chunked)
+        assert code == 411 and "Content-Length" in reply["error"]["message"]
+    assert backend.calls == 0
+
+
+def wait_for(condition, seconds=5.0):
+    until = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < until, "timed out waiting"
+        time.sleep(0.01)
+
+
+def test_connections_beyond_the_cap_get_503_at_once_and_the_cap_frees_up():
+    backend = Scripted()
+    with ChatServer(backend, max_connections=3, request_timeout=20) as server:
+        address = server._httpd.server_address[:2]
+        threads = threading.active_count()
+        stalled = [socket.create_connection(address, timeout=5) for _ in range(3)]
+        try:
+            wait_for(lambda: server._httpd.active_connections == 3)
+            t = time.monotonic()
+            for _ in range(3):                        # each extra one is turned away, fast
+                headers = {"Host": "localhost", "Content-Type": "application/json",
+                           "Content-Length": len(OK_BODY)}
+                code, reply = raw_exchange(address, chat_request(headers, OK_BODY))
+                assert code == 503 and "max_connections=3" in reply["error"]["message"]
+            assert time.monotonic() - t < 3 and backend.calls == 0
+            assert threading.active_count() <= threads + 3    # no thread for the extra ones
+        finally:
+            for sock in stalled:
+                sock.close()
+        wait_for(lambda: server._httpd.active_connections == 0)
+        assert post(server.base_url + "/chat/completions", OK_BODY)[0] == 200
+    for name, bad in (("max_connections", 0), ("max_connections", 2.0),
+                      ("max_connections", True), ("request_timeout", 0),
+                      ("request_timeout", float("inf")), ("request_timeout", "30")):
+        with pytest.raises(ValueError, match=rf"{name} must be .*e\.g\. {name}="):
+            ChatServer(backend, **{name: bad})
+    for name, bad in (("allowed_hosts", "myhost.lan"), ("allowed_hosts", ("http://h",)),
+                      ("allowed_hosts", ("h:8000",)), ("allowed_origins", ("app.example",)),
+                      ("allowed_origins", ("https://app.example/path",)),
+                      ("allowed_origins", [None])):
+        with pytest.raises(ValueError, match=rf"{name} .*e\.g\. {name}="):
+            ChatServer(backend, **{name: bad})
+
+
+def test_a_trickling_or_silent_client_is_cut_with_408_at_the_request_deadline():
+    backend = Scripted()
+    with ChatServer(backend, request_timeout=0.6) as server:
+        address = server._httpd.server_address[:2]
+        with socket.create_connection(address, timeout=5) as sock:
+            t = time.monotonic()
+            request = chat_request({"Host": "localhost", "Content-Type": "application/json",
+                                    "Content-Length": len(OK_BODY)}, OK_BODY)
+            for byte in request:                   # one byte every 20 ms: never whole in time
+                if select.select([sock], [], [], 0)[0] or time.monotonic() - t > 5:
+                    break
+                sock.sendall(bytes([byte]))
+                time.sleep(0.02)
+            data = b""
+            while chunk := sock.recv(65536):       # the server closes after its answer
+                data += chunk
+            elapsed = time.monotonic() - t
+        assert data.startswith(b"HTTP/1.0 408"), data[:100]
+        assert "request_timeout=0.6" in data.decode() and 0.5 < elapsed < 3, elapsed
+        with socket.create_connection(address, timeout=5) as sock:   # sends nothing at all
+            t = time.monotonic()
+            assert sock.recv(65536).startswith(b"HTTP/1.0 408")
+            assert time.monotonic() - t < 3
+        assert backend.calls == 0
+        llm = OpenAICompatibleLLM(base_url=server.base_url, model="m", max_retries=0)
+        assert llm.generate(MESSAGES) == "Paris."   # a whole request in time is served
