@@ -1,8 +1,39 @@
 """Saving indexes: JSON that keeps tuples, and atomic, checksummed folders.
 
 A save is written to a temporary folder, given a ``manifest.json`` (kind, format version,
-counts and fingerprints, a SHA-256 per file) and renamed over the old one; ``read_manifest``
-names the file that is missing or changed.
+counts and fingerprints, a SHA-256 per file) and swapped in for the old one;
+``read_manifest`` names the file that is missing or changed.
+
+How a save never loses the old index. ``path`` stays a plain folder (what every loader
+reads, and what a save by an older ragbook left), and the swap is two renames made
+recoverable, not one rename of a symlink: a symlinked ``path`` breaks ``shutil.rmtree``,
+``cp -r``/zip copies, Windows and tools that resolve it once, while two renames of real
+folders behave the same on Linux and macOS. In order:
+
+1. ``write`` fills ``.NAME.saving-PID-TID-TOKEN`` next to ``path`` (process id, thread id and
+   a random token: threads and processes saving the same or different indexes never share
+   a temporary folder); the manifest is written last.
+2. Under a lock on the parent folder (a ``threading.Lock`` plus ``flock`` on the folder,
+   so saves in this process and in others take turns for the swap only): ``path`` is
+   renamed to ``.NAME.old-PID-TID-TOKEN``, the new folder is renamed to ``path``, the old
+   one is deleted. The last save to finish its swap wins; every one is complete.
+3. Recovery: a kill between the two renames leaves no ``path`` but a complete
+   ``.NAME.old-*``; the next ``save_atomic`` or ``read_manifest`` on ``path`` (under the
+   same lock, so it never mistakes a swap in progress for a crash) renames the newest one
+   back. So at every instant the old or the new save is at ``path``, or is restored there
+   by the next read.
+4. Cleaning: after its swap a save removes leftovers of earlier interrupted saves of
+   ``path``, matching only ``.NAME.saving-<pid>[-<tid>-<token>]`` and ``.NAME.old-...``
+   exactly (the older ragbook's ``.NAME.saving-PID`` too): every ``.NAME.old-*`` (stale
+   once ``path`` exists) and each ``.NAME.saving-*`` whose writer is gone (its pid is not
+   a running process, or it is this process and no save of ours is using it). A temporary
+   folder of a live save elsewhere is left alone.
+
+Limits: a reader that loads while another process swaps may see the new files against the
+old manifest (``CorruptIndexError``; load again); a pid from another machine sharing the
+folder cannot be checked, so only save one index path from one machine at a time. Nothing
+is fsynced but the parent folder after the swap: a kill never loses a save, a power cut
+right after one may.
 
 >>> loads(dumps({"path": ("Library", "os")}))
 {'path': ('Library', 'os')}
@@ -12,10 +43,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+try:  # Linux and macOS; elsewhere saves in one process still take turns
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FORMAT_VERSION", "CorruptIndexError", "dumps", "loads", "save_atomic",
            "read_manifest"]
@@ -72,37 +112,150 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_REGISTRY = threading.Lock()                    # guards the two below
+_FOLDER_LOCKS: dict[str, threading.Lock] = {}    # parent folder -> lock for its swaps
+_ACTIVE: set[str] = set()                        # temporary folders of saves running here
+
+
+@contextmanager
+def _swap_lock(folder: Path) -> Iterator[int | None]:
+    """Hold the lock for swaps in ``folder``: one thread of this process at a time, and
+    (``flock`` on the folder) one process at a time. Yields the folder's fd (or None)."""
+    key = os.path.realpath(folder)
+    with _REGISTRY:
+        lock = _FOLDER_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        try:
+            fd: int | None = os.open(folder, os.O_RDONLY)
+        except OSError:
+            fd = None
+        try:
+            if fd is not None and fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except OSError:  # a file system without flock: threads still take turns
+                    pass
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the flock
+
+
+def _leftovers(path: Path) -> Iterator[tuple[Path, str, int]]:
+    """Our own temporary and old folders of ``path`` (exact names only): (folder, "saving"
+    or "old", pid)."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(saving|old)-(\d+)(?:-\d+-[0-9a-f]+)?")
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if m:
+            yield entry, m.group(1), int(m.group(2))
+
+
+def _writer_alive(folder: Path, pid: int) -> bool:
+    if pid == os.getpid():
+        with _REGISTRY:
+            return str(folder) in _ACTIVE
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # exists but is not ours to signal, or cannot tell: keep its folder
+        return True
+    return True
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or p.is_file():
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    else:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _recover(path: Path) -> Path | None:
+    """Hold the swap lock. If ``path`` is missing and a save was killed between its two
+    renames, rename the newest complete ``.NAME.old-*`` back to ``path``; return it."""
+    if path.exists() or path.is_symlink():
+        return None
+    olds = [f for f, kind, _ in _leftovers(path)
+            if kind == "old" and (f / "manifest.json").is_file()]
+    if not olds:
+        return None
+    newest = max(olds, key=lambda f: f.stat().st_ctime)  # a rename updates ctime
+    os.replace(newest, path)
+    return newest
+
+
+def _clean(path: Path) -> None:
+    """Hold the swap lock, with ``path`` in place: remove the leftovers of interrupted saves."""
+    for folder, kind, pid in _leftovers(path):
+        if kind == "old" or not _writer_alive(folder, pid):
+            _remove(folder)
+
+
 def save_atomic(path: str | os.PathLike, kind: str, write, info: Mapping[str, Any]) -> Path:
     """Save a folder all-or-nothing: ``write(tmp)`` fills a temporary folder next to
-    ``path``; a ``manifest.json`` (kind, format version, ``info`` such as counts and
-    fingerprints, a SHA-256 per file) is added; then the folder replaces ``path`` by
-    renames. A save that fails midway leaves the previous save untouched."""
+    ``path`` (its name unique to this save); a ``manifest.json`` (kind, format version,
+    ``info`` such as counts and fingerprints, a SHA-256 per file) is added; then the folder
+    replaces ``path`` under a lock (see the module notes). A save that fails or is killed
+    midway leaves the previous save at ``path`` (or restorable there by the next
+    ``read_manifest``/``save_atomic``); a save that completes removes the leftovers of
+    earlier interrupted ones."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    if path.is_file():  # not "exists and not is_dir": another save may be mid-swap
         raise FileExistsError(f"{str(path)!r} is a file; save an index to a folder path")
     if path.resolve() == Path.cwd().resolve() or path.resolve() in Path.cwd().resolve().parents:
         raise ValueError(f"cannot save into {str(path)!r}: it is the current folder or one "
                          f"above it, which the save would replace; give a new folder path")
     path = path.resolve() if not path.name else path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.saving-{os.getpid()}")
-    old = path.with_name(f".{path.name}.old-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    token = f"{os.getpid()}-{threading.get_ident()}-{secrets.token_hex(6)}"
+    tmp = path.with_name(f".{path.name}.saving-{token}")
+    old = path.with_name(f".{path.name}.old-{token}")
+    with _REGISTRY:
+        _ACTIVE.add(str(tmp))
     try:
-        write(tmp)
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = {"kind": kind, "format_version": FORMAT_VERSION, **info, "files": files}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not path.exists():
-            os.replace(old, path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            write(tmp)
+            files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+            manifest = {"kind": kind, "format_version": FORMAT_VERSION, **info, "files": files}
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1),
+                                               encoding="utf-8")
+            with _swap_lock(path.parent) as fd:
+                _recover(path)
+                if path.is_file():
+                    raise FileExistsError(f"{str(path)!r} is a file; save an index to a "
+                                          f"folder path")
+                if path.exists() or path.is_symlink():
+                    os.replace(path, old)
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    if old.exists() and not (path.exists() or path.is_symlink()):
+                        os.replace(old, path)
+                    raise
+                if fd is not None:
+                    try:
+                        os.fsync(fd)
+                    except OSError:
+                        pass
+                _remove(old)
+                _clean(path)
+        except BaseException:
+            _remove(tmp)
+            raise
+    finally:
+        with _REGISTRY:
+            _ACTIVE.discard(str(tmp))
     return path
 
 
@@ -111,6 +264,14 @@ def read_manifest(path: str | os.PathLike, kind: str) -> dict:
     ``CorruptIndexError`` naming the file that is missing or changed."""
     path = Path(path)
     mf = path / "manifest.json"
+    if not mf.exists() and path.name and path.parent.is_dir():
+        # a save killed between its two renames, or one swapping right now: wait for the
+        # swap lock, then put the old folder back if ``path`` is still missing
+        try:
+            with _swap_lock(path.parent):
+                _recover(path)
+        except OSError:
+            pass
     if not mf.exists():
         raise FileNotFoundError(f"no saved {kind} in {str(path)!r} (no manifest.json); save "
                                 f"one with .save(path) first")
