@@ -115,18 +115,18 @@ class _VectorCache:
         """The cached vectors of ``hashes``; a row that is not a finite unit vector of this
         model's dimension (a damaged file) counts as a miss, so it is embedded again."""
         def read() -> dict[str, np.ndarray]:
-            found: dict[str, np.ndarray] = {}
-            db = self._conn()
+            rows, db = [], self._conn()
             for s in range(0, len(hashes), 500):
                 part = list(hashes[s:s + 500])
                 q = f"SELECT h, v FROM vec WHERE h IN ({','.join('?' * len(part))})"
-                for h, blob in db.execute(q, part):
-                    if not isinstance(blob, bytes) or len(blob) != 4 * self.dim:
-                        continue
-                    v = np.frombuffer(blob, dtype=np.float32)
-                    if np.isfinite(v).all() and abs(float(v @ v) - 1.0) < 1e-3:
-                        found[h] = v
-            return found
+                rows += [(h, blob) for h, blob in db.execute(q, part)
+                         if isinstance(blob, bytes) and len(blob) == 4 * self.dim]
+            if not rows:
+                return {}
+            vecs = np.frombuffer(b"".join(b for _, b in rows), np.float32).reshape(-1, self.dim)
+            with np.errstate(invalid="ignore", over="ignore"):
+                ok = np.abs(np.einsum("ij,ij->i", vecs, vecs) - 1.0) < 1e-3   # NaN fails too
+            return {h: v for (h, _), v, good in zip(rows, vecs, ok, strict=True) if good}
 
         return self._guard(read, {})
 
@@ -202,8 +202,12 @@ class Encoder:
     @property
     def weights(self) -> str:
         """A short hash of the model's files: the identity of the weights, whatever the
-        model is called (``RAGBOOK_MODEL_ENCODER`` may point the same name at other weights)."""
-        return models.weights_digest(self.spec)
+        model is called (``RAGBOOK_MODEL_ENCODER`` may point the same name at other weights).
+        Hashed once per encoder: every search checks it, and the weights an encoder uses do
+        not change under it."""
+        if getattr(self, "_weights", None) is None:
+            self._weights = models.weights_digest(self.spec)
+        return self._weights
 
     @property
     def fingerprint(self) -> str:
