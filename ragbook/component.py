@@ -49,10 +49,17 @@ class Component:
     and a ``__repr__`` that shows the settings differing from the defaults."""
 
     @classmethod
+    def _parameters(cls) -> list[inspect.Parameter]:
+        """The settings: ``__init__``'s named parameters (read once per class)."""
+        if "_params" not in cls.__dict__:
+            sig = inspect.signature(cls.__init__)
+            cls._params = [p for p in list(sig.parameters.values())[1:]
+                           if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        return cls._params
+
+    @classmethod
     def _setting_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in list(sig.parameters.values())[1:]
-                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        return [p.name for p in cls._parameters()]
 
     def _setting(self, name: str) -> Any:
         if name in self.__dict__:
@@ -118,10 +125,8 @@ class Component:
 
     def __repr__(self) -> str:
         shown = []
-        for name, p in list(inspect.signature(type(self).__init__).parameters.items())[1:]:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            value = self._setting(name)
+        for p in self._parameters():
+            name, value = p.name, self._setting(p.name)
             try:
                 same = p.default is not p.empty and bool(value == p.default)
             except Exception:  # arrays and other values without a plain truth value
