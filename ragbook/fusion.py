@@ -32,7 +32,7 @@ from .dense import DenseIndex
 from .filters import validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
 from .retrieval import BaseRetriever, trace_stage
-from .types import Chunk, Document, Hit, Retrieved
+from .types import Chunk, Document, Hit, Retrieved, Stage
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",
            "IndexDriftError", "rescued"]
@@ -211,10 +211,20 @@ class HybridRetriever(BaseRetriever):
     def channels(self, query: str, where: Mapping[str, Any] | None = None
                  ) -> tuple[list[Hit], list[Hit]]:
         """The two ranked lists before fusion, each ``depth`` deep."""
+        dense, keyword = self._channel_stages(query, where)
+        return dense[0], keyword[0]
+
+    def _channel_stages(self, query, where) -> list[tuple[list[Hit], Stage]]:
+        """Each channel's ``depth`` hits with its trace stage (``dense``, then ``bm25``)."""
         self.check()
         query, where = check_query(query), validate_where(where)
-        return (self.dense.search(query, k=self.depth, where=where),
-                self.bm25.search(query, k=self.depth, where=where))
+        out = []
+        for name, index in (("dense", self.dense), ("bm25", self.bm25)):
+            t = time.perf_counter()
+            hits = index.search(query, k=self.depth, where=where)
+            out.append((hits, trace_stage(name, t, hits, {"where": where,
+                                                           "depth": self.depth})))
+        return out
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
                ) -> list[Hit]:
@@ -232,14 +242,7 @@ class HybridRetriever(BaseRetriever):
         each ``depth`` deep, then ``fuse``) and the dense channel's best cosine as the
         confidence (``confidence_kind = "cosine"``)."""
         k = check_k(k)
-        self.check()
-        query, where = check_query(query), validate_where(where)
-        lists, stages = [], []
-        for name, index in (("dense", self.dense), ("bm25", self.bm25)):
-            t = time.perf_counter()
-            hits = index.search(query, k=self.depth, where=where)
-            stages.append(trace_stage(name, t, hits, {"where": where, "depth": self.depth}))
-            lists.append(hits)
+        lists, stages = map(list, zip(*self._channel_stages(query, where), strict=True))
         t = time.perf_counter()
         fused = reciprocal_rank_fusion(lists, k=k, rrf_k=self.rrf_k, weights=self.weights)
         if self.min_rrf is not None:
