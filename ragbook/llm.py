@@ -87,11 +87,10 @@ class LocalLLM(Component):
     @property
     def identity(self) -> str:
         """The model's name and a hash of its weights: what a cached reply depends on."""
-        spec = models.resolve("generator", self.profile)
-        return f"{spec.name}|weights={models.weights_digest(spec)}"
+        return models.identity("generator", self.profile)
 
     def _fingerprint_extra(self) -> dict:
-        return {"model": models.identity("generator", self.profile)}
+        return {"model": self.identity}
 
     def _cached(self, key: str, make):
         if not self.cache:
