@@ -591,3 +591,40 @@ def test_keep_is_how_many_hits_the_generative_reader_reads():
     assert [h.id for h in reader.last_["passages"]] == ["refund"]
     with pytest.raises(ValueError, match="keep"):
         GenerativeReader(keep=0)
+
+
+WRAPPED = """# Click
+
+Click is a Python package for creating beautiful command line interfaces
+in a composable way with as little code as necessary. It is highly configurable
+but comes with sensible defaults out of the box.
+
+Click in three points:
+
+-   Arbitrary nesting of commands
+-   Automatic help page generation
+
+```python
+import click
+@click.command()
+```
+"""
+
+
+def test_sentence_reader_joins_soft_wrapped_lines():
+    """Hard-wrapped Markdown (READMEs, docstrings) breaks sentences over lines only because
+    the line was full: the reader must answer with the whole sentence, while headings, list
+    items and code lines stay lines of their own."""
+    from ragbook.readers import SentenceReader
+    from ragbook.text import sentences
+
+    got = sentences(WRAPPED)
+    assert ("Click is a Python package for creating beautiful command line interfaces\n"
+            "in a composable way with as little code as necessary.") in got
+    assert ("It is highly configurable\nbut comes with sensible defaults out of the box."
+            in got)
+    for line in ("# Click", "Click in three points:", "-   Arbitrary nesting of commands",
+                 "import click", "@click.command()"):
+        assert line in got
+    answer = SentenceReader().read("what is click for?", [Hit("click", 0.9, 1, text=WRAPPED)])
+    assert answer.text.endswith("as little code as necessary."), answer.text
