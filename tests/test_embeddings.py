@@ -1,5 +1,9 @@
+import os
 import re
 import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +74,22 @@ def test_cache_returns_identical_vectors_and_is_hit(fresh_cache):
     again = Encoder().encode_passages([WRONG, RIGHT])  # a new encoder: hits the disk cache
     np.testing.assert_array_equal(again, first[::-1])
     assert list(fresh_cache.glob("embeddings/*.sqlite"))
+
+
+def test_a_query_cached_just_before_a_crash_is_kept(fresh_cache):
+    """The cache commits without waiting for the disk (WAL, synchronous=NORMAL: cheap per
+    query), yet a process killed right after an encode loses nothing it committed."""
+    code = ("import os; from ragbook import Encoder; "
+            f"Encoder().encode_queries([{QUESTION!r}]); os._exit(9)")   # no close, no cleanup
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "RAGBOOK_CACHE": str(fresh_cache)})
+    assert done.returncode == 9, done.stderr
+    enc = Encoder()
+    enc.encode_queries([QUESTION])
+    assert (enc.cache_hits, enc.cache_misses) == (1, 0)
+    (path,) = fresh_cache.glob("embeddings/*.sqlite")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_cache_keys_include_the_prefix(fresh_cache):
