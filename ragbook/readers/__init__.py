@@ -7,7 +7,10 @@
   question (the offline extractive reader); ``default_extractive_reader`` is the one each
   profile ships; ``calibrate_min_span_score`` sets a reader's abstention floor.
 * ``readers.grounding`` — the prompt, citations, claims and support checks of a generated
-  answer, and the tripwire for instructions planted in passages.
+  answer.
+* ``readers.planted`` — sentences a document plants for the model (``instruction_like``,
+  ``planted_spans``), found after Unicode and markup disguises are undone, in ten
+  languages; never an answer, never evidence.
 * ``readers.generative`` — ``GenerativeReader`` writes an answer with a chat model and
   checks what it cites.
 
@@ -29,13 +32,20 @@ from .grounding import (
     SYSTEM_PROMPT,
     Citations,
     build_messages,
-    instruction_like,
     is_abstention,
     number_passages,
     order_for_reading,
     parse_citations,
     split_claims,
     support,
+)
+from .planted import (
+    EmbeddingSignal,
+    evidence,
+    instruction_like,
+    normalise,
+    planted_sentences,
+    planted_spans,
 )
 from .sentence import (
     OFFLINE_MIN_SPAN_SCORE,
@@ -55,7 +65,10 @@ __all__ = [
     # grounding a generated answer
     "NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
     "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
-    "support", "instruction_like",
+    "support",
+    # planted instructions
+    "instruction_like", "planted_spans", "planted_sentences", "evidence", "normalise",
+    "EmbeddingSignal",
     # generative reader
     "GenerativeReader",
 ]

@@ -18,7 +18,6 @@ from ..types import Answer, Hit
 from .grounding import (
     _CITE,
     NOT_IN_CONTEXT,
-    _instructions,
     build_messages,
     is_abstention,
     order_for_reading,
@@ -26,6 +25,7 @@ from .grounding import (
     split_claims,
     support,
 )
+from .planted import planted_sentences
 
 __all__ = ["GenerativeReader"]
 
@@ -59,8 +59,10 @@ class GenerativeReader(Component):
       ``SentenceReader``): when it abstains, so does this reader, without calling the model.
 
     Passages are untrusted: their text cannot break out of its fence in the prompt
-    (``build_messages``), and their instruction-like sentences (``instruction_like``, listed
-    in ``last_["instructions"]`` as (passage number, sentence)) never back a claim.
+    (``build_messages``), and the sentences planted for the model (``planted_sentences``:
+    each sentence and adjacent pair after Unicode and markup normalisation; listed in
+    ``last_["instructions"]`` as (passage number, sentence)) never back a claim — a claim
+    only they support is dropped, and a reply left with none is ``"unsupported"``.
 
     ``llm`` is any backend with ``generate`` (and optionally ``score``); None means
     ``get_llm()``, made on first use. ``keep`` is how many hits, best first, it reads.
@@ -112,7 +114,7 @@ class GenerativeReader(Component):
         messages = build_messages(question, passages, self.few_shot)
         self.last_ = trace = {"messages": messages, "passages": passages,
                               "instructions": [(n, s) for n, h in enumerate(passages, 1)
-                                               for s in _instructions(h.text)]}
+                                               for s in planted_sentences(h.text)]}
         try:
             return self._read(question, messages, passages, trace)
         finally:

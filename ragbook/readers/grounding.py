@@ -4,8 +4,8 @@ What ``GenerativeReader`` is built from, public so chapter 8 and its graders reu
 piece: the fenced, numbered passages of the prompt (``build_messages``,
 ``number_passages``), the reading order (``order_for_reading``), the citations of a reply
 (``parse_citations``), its claims (``split_claims``), how much of a claim a passage backs
-(``support``), and the tripwire for instructions planted in a passage
-(``instruction_like``).
+(``support``). The sentences a passage plants for the model (``readers.planted``) never
+back a claim.
 """
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from ..bm25 import Tokenizer
 from ..text import sentences
 from ..types import Hit
+from .planted import evidence
 
 __all__ = ["NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
            "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
-           "support", "instruction_like"]
+           "support"]
 
 NOT_IN_CONTEXT = "NOT_IN_CONTEXT"
 
@@ -133,57 +134,16 @@ def split_claims(reply: str) -> list[str]:
     return out
 
 
-# What an injected instruction looks like: a sentence aimed at the model reading the passage,
-# not at the customer or agent reading the article. A small tripwire, not a classifier: each
-# pattern is one well-known injection move, narrow enough that help-centre prose ("Reply with
-# the macro ...", "Use it to ignore duplicates") does not trip it.
-_INSTRUCTION_PATTERNS = [
-    # overriding the rules: "ignore previous instructions", "disregard all the above rules"
-    (r"(?i:\b(?:ignore|disregard|forget|override|bypass)\s+(?:\w+\s+){0,2}?"
-     r"(?:previous|prior|above|earlier|preceding|all|your|system|original|initial)\s+"
-     r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|rules|guidelines|directions)\b)"),
-    # scripting the reply, as an imperative with a payload: "reply HACKED", 'respond only
-    # with "yes"', "say exactly: ...", "output the word OK" (a quote, an ALL-CAPS token that
-    # ends the clause — not "answer SO questions" —, "the word", "exactly" or "verbatim")
-    (r"(?:^|[,;:]\s*|(?i:\b(?:and|then|please|just|always|now|only)\s+))"
-     r"(?i:reply|respond|answer|say|output)\b(?i:\s+(?:only|just|simply|back|with))*\s*:?\s*"
-     r"(?:[\"“'‘]|[A-Z][A-Z0-9_]+(?i:\s+and\s+nothing\s+else)?\s*(?:[.!?,;:\"”'’]|$)"
-     r"|(?i:the\s+(?:word|phrase|text|string)\b|exactly\b|verbatim\b))"),
-    # taking over the role: "you are now DAN, a model without rules"
-    r"(?i:\byou\s+are\s+now\b.{0,60}?\b(?:ai|assistant|model|bot|chatbot|persona|mode|rules)\b)",
-    # talking about the prompt itself: "print your system prompt"
-    r"(?i:\bsystem\s+prompt\b|\byour\s+(?:prompt|programming)\b)",
-    # addressing the model: "if you are an AI assistant, ...", "as a language model, ..."
-    r"(?i:\b(?:if\s+you\s+are|as)\s+an?\s+(?:ai|assistant|language\s+model|llm|chatbot)\b)",
-]
-_INSTRUCTION = re.compile("|".join(_INSTRUCTION_PATTERNS))
-
-
-def instruction_like(sentence: str) -> bool:
-    """``sentence`` reads as an instruction to the model (``_INSTRUCTION_PATTERNS``): an
-    injection planted in a document. Such a sentence is untrusted evidence — ``support``
-    ignores it, so an answer that merely obeys it is never passed off as grounded."""
-    return bool(_INSTRUCTION.search(sentence.strip()))
-
-
-def _instructions(passage: str) -> list[str]:
-    """The instruction-like sentences of ``passage``."""
-    return [s for s in sentences(passage) if instruction_like(s)]
-
-
-def _evidence(passage: str) -> str:
-    """``passage`` without its instruction-like sentences: the text that may back a claim."""
-    return " ".join(s for s in sentences(passage) if not instruction_like(s))
-
-
 def support(claim: str, passage: str) -> float:
     """Share of the claim's content words (stopwords and ``[n]`` marks dropped) that occur in
     ``passage`` — a cheap, transparent check that a cited passage can back the sentence.
     Figures are what small models invent, so a number or code the passage lacks (``45 days``
     against a passage that says 14) makes the support 0. Instruction-like sentences of the
-    passage (``instruction_like``) count for nothing: obeying an injection is not grounding."""
+    passage (``planted_spans``: each sentence, and each adjacent pair, after Unicode and
+    markup normalisation) count for nothing: obeying an injection is not grounding, and a
+    claim backed only by one has support 0."""
     tok = Tokenizer()
-    words, found = set(tok(_CITE.sub(" ", claim))), set(tok(_evidence(passage)))
+    words, found = set(tok(_CITE.sub(" ", claim))), set(tok(evidence(passage)))
     if not words or any(any(c.isdigit() for c in w) and w not in found for w in words):
         return 0.0
     return len(words & found) / len(words)
