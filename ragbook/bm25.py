@@ -36,7 +36,8 @@ from .persist import dumps, loads, read_manifest, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, index_text, make_hit, records_from
 from .types import Chunk, Document, Hit
 
-__all__ = ["Tokenizer", "BM25Index", "STOPWORDS", "idf_lucene", "term_weight"]
+__all__ = ["Tokenizer", "BM25Index", "STOPWORDS", "idf_lucene", "term_weight",
+           "check_changes"]
 
 # A short English stopword list (function words only): enough that "how do i" does not
 # outweigh the one content word of a question, small enough to keep "not", "free", "plan".
@@ -112,36 +113,94 @@ class BM25Index(BaseRetriever):
         """Tokenise every item and precompute its BM25 weight for every term it contains.
         Blank texts and duplicate ids are rejected, naming the item. ``contexts``: a note
         per item indexed in front of its text (contextual BM25); hits return the text."""
-        from scipy import sparse
-
         records = records_from(items, contexts)
         vocab: dict[str, int] = {}
-        rows, cols, tfs, lengths = [], [], [], []
+        tf = self._term_counts(records, vocab)
+        self._fit(records, tf, np.bincount(tf.indices, minlength=len(vocab)), vocab)
+        return self
+
+    def _term_counts(self, records: list[dict], vocab: dict[str, int]):
+        """Term frequencies, one CSR row per record, one column per term of ``vocab`` (terms
+        not in it yet are added). A row sums to the record's length in tokens."""
+        from scipy import sparse
+
+        rows, cols, tfs = [], [], []
         for r, it in enumerate(records):
-            toks = self.tokenizer(index_text(it))
-            lengths.append(len(toks))
             counts: dict[int, int] = {}
-            for t in toks:
+            for t in self.tokenizer(index_text(it)):
                 tid = vocab.setdefault(t, len(vocab))
                 counts[tid] = counts.get(tid, 0) + 1
             rows += [r] * len(counts)
             cols += list(counts)
             tfs += list(counts.values())
+        return sparse.csr_matrix((np.array(tfs, dtype=np.float64), (rows, cols)),
+                                 shape=(len(records), len(vocab)))
+
+    def _fit(self, records: list[dict], tf, df: np.ndarray, vocab: dict[str, int]) -> None:
+        """Every corpus statistic from the term counts ``tf`` and document frequencies ``df``
+        (length, average length, IDF), then every (document, term) weight at once, on the
+        non-zeros only. Attributes are set only at the end: a failure leaves the index as it
+        was. ``build`` and ``update`` both end here, so an update scores as a rebuild does."""
+        from scipy import sparse
+
         n = len(records)
-        tf = sparse.csr_matrix((np.array(tfs, dtype=np.float64), (rows, cols)),
-                               shape=(n, len(vocab)))
-        self.items_, self.vocab_ = records, vocab
-        self.doc_len_ = np.array(lengths, dtype=np.float64)
-        self.avgdl_ = float(self.doc_len_.mean()) if n else 0.0
-        df = np.bincount(np.array(cols, dtype=np.int64), minlength=len(vocab))
-        self.idf_ = np.log1p((n - df + 0.5) / (df + 0.5))
-        # every (document, term) weight at once, on the non-zeros only
+        doc_len = np.asarray(tf.sum(axis=1), dtype=np.float64).ravel()
+        avgdl = float(doc_len.mean()) if n else 0.0
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
         w = tf.tocoo()
-        data = term_weight(w.data, self.doc_len_[w.row], max(self.avgdl_, 1e-9), self.idf_[w.col],
-                           self.k1, self.b)
-        self.weights_ = sparse.csc_matrix((data, (w.row, w.col)), shape=tf.shape)
-        self.corpus_fingerprint_ = corpus_fingerprint(records)
+        data = term_weight(w.data, doc_len[w.row], max(avgdl, 1e-9), idf[w.col], self.k1, self.b)
+        weights = sparse.csc_matrix((data, (w.row, w.col)), shape=tf.shape)
+        fingerprint = corpus_fingerprint(records)
+        self.items_, self.vocab_, self.tf_, self.df_ = records, vocab, tf, df
+        self.doc_len_, self.avgdl_, self.idf_, self.weights_ = doc_len, avgdl, idf, weights
+        self.corpus_fingerprint_ = fingerprint
+
+    # -- updating --------------------------------------------------------------------------
+    def update(self, upsert: Sequence[Chunk | Document] = (), delete: Sequence[str] = (),
+               contexts: Sequence[str] | None = None) -> BM25Index:
+        """Add or replace the items in ``upsert`` and remove the ids in ``delete``, tokenising
+        only the new texts; returns self. Scores afterwards equal those of a rebuild on
+        ``self.items_`` (the items kept, in order, then ``upsert``'s): BM25 weighs every
+        document by the corpus's size, document frequencies and average length, so each
+        weight is recomputed, from the term counts kept per item, without re-reading text.
+
+        Checked before anything changes: blank texts and repeated ids (``ValueError``), a
+        ``delete`` id not in the index (``KeyError``) or also upserted (``ValueError``)."""
+        from scipy import sparse
+
+        self._built()
+        records = records_from(upsert, contexts)
+        gone = check_changes(records, delete, {r["id"] for r in self.items_})
+        keep = np.array([r["id"] not in gone for r in self.items_], dtype=bool)
+        vocab = dict(self.vocab_)
+        added = self._term_counts(records, vocab)  # new terms extend the vocabulary
+        old = sparse.csr_matrix((self.tf_.data, self.tf_.indices, self.tf_.indptr),
+                                shape=(len(self.items_), len(vocab)))  # room for new terms
+        # document frequencies: minus the removed rows' terms, plus the added rows'
+        df = (np.pad(self.df_, (0, len(vocab) - len(self.df_)))
+              - np.bincount(old[~keep].indices, minlength=len(vocab))
+              + np.bincount(added.indices, minlength=len(vocab)))
+        # a term no document holds any more leaves the vocabulary, as a rebuild never saw it
+        live = df > 0
+        column = np.cumsum(live) - 1
+        tf = sparse.vstack([old[keep], added], format="csr")[:, live]
+        vocab = {t: int(column[i]) for t, i in vocab.items() if live[i]}
+        self._fit([r for r, k in zip(self.items_, keep, strict=True) if k] + records, tf,
+                  df[live], vocab)
         return self
+
+    def upsert(self, items: Sequence[Chunk | Document],
+               contexts: Sequence[str] | None = None) -> BM25Index:
+        """Add ``items``, replacing any already indexed under the same id (``update``)."""
+        return self.update(upsert=items, contexts=contexts)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove the items with ``ids`` (unknown ids are skipped, as a ``VectorStore``
+        does); returns how many were removed."""
+        known = {r["id"] for r in self.items_} if hasattr(self, "items_") else set()
+        ids = list(dict.fromkeys(i for i in ids if i in known))
+        self.update(delete=ids)
+        return len(ids)
 
     def __len__(self) -> int:
         return len(self.items_) if hasattr(self, "items_") else 0
@@ -206,6 +265,7 @@ class BM25Index(BaseRetriever):
 
         def write(folder: Path) -> None:
             sparse.save_npz(folder / "weights.npz", self.weights_)
+            sparse.save_npz(folder / "tf.npz", self.tf_)  # the term counts ``update`` needs
             if not isinstance(self.tokenizer, Tokenizer):
                 raise TypeError(f"only a ragbook Tokenizer can be saved with the index, not "
                                 f"a {type(self.tokenizer).__name__}: save the items and "
@@ -236,6 +296,10 @@ class BM25Index(BaseRetriever):
         self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
         self.avgdl_ = float(self.doc_len_.mean()) if len(self.doc_len_) else 0.0
         self.weights_ = sparse.load_npz(path / "weights.npz").tocsc()
+        # term counts: saved since updates came; an older save re-tokenises its records
+        self.tf_ = (sparse.load_npz(path / "tf.npz").tocsr() if "tf.npz" in manifest["files"]
+                    else self._term_counts(self.items_, dict(self.vocab_)))
+        self.df_ = np.bincount(self.tf_.indices, minlength=len(self.vocab_))
         self.corpus_fingerprint_ = corpus_fingerprint(self.items_)
         if self.corpus_fingerprint_ != manifest["corpus_fingerprint"]:
             raise ValueError(f"{str(path)!r}: records.json does not hold the corpus the "
@@ -245,6 +309,34 @@ class BM25Index(BaseRetriever):
     def _repr_state(self) -> str:
         return (f"{len(self)} items, {len(self.vocab_)} terms" if hasattr(self, "vocab_")
                 else "not built")
+
+
+def check_changes(records: Sequence[dict], delete: Sequence[str], known: set[str]) -> set[str]:
+    """The ids an update takes out of an index holding ``known`` ids: those in ``delete`` and
+    those ``records`` (the upserted items) replace. Refuses, before anything changes, a
+    ``delete`` that is not a list of str ids, an id not in the index (``KeyError``: an id
+    that is not there is usually a typo or a stale list) and an id both upserted and deleted.
+
+    >>> sorted(check_changes([{"id": "a"}], ["b"], {"a", "b", "c"}))
+    ['a', 'b']
+    """
+    if isinstance(delete, (str, bytes)) or not hasattr(delete, "__iter__"):
+        raise TypeError(f"delete must be a list of item ids, got {type(delete).__name__}; "
+                        f"wrap a single id in a list")
+    delete = list(delete)
+    for i in delete:
+        if not isinstance(i, str):
+            raise TypeError(f"delete holds a {type(i).__name__} ({i!r}); give item ids (str)")
+    unknown = [i for i in dict.fromkeys(delete) if i not in known]
+    if unknown:
+        raise KeyError(f"cannot delete {unknown[0]!r}: no item with that id in the index "
+                       f"({len(unknown)} unknown ids); nothing was changed")
+    upserted = {r["id"] for r in records}
+    both = sorted(upserted & set(delete))
+    if both:
+        raise ValueError(f"item id {both[0]!r} is both upserted and deleted; give each id in "
+                         f"one of the two lists")
+    return upserted | set(delete)
 
 
 def idf_lucene(n_docs: int, df: int) -> float:

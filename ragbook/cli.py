@@ -12,6 +12,7 @@ unreadable input), 2 a usage error. Every error is one line on stderr,
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -21,11 +22,12 @@ from pathlib import Path
 
 from .bm25 import BM25Index
 from .chunking import chunk_documents
-from .dense import DenseIndex
+from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
 from .evaluate import compare_runs, format_table, run_from_hits
 from .fusion import HybridRetriever
 from .ingest import read_documents
+from .persist import read_manifest
 from .pipeline import Pipeline
 
 __all__ = ["main", "build_parser", "read_questions"]
@@ -86,13 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
                 "Read SRC (a folder of .md/.markdown/.txt files, or a .jsonl file with id and "
                 "text per line), chunk it, embed the chunks and build a BM25 index, and save "
                 "both to OUT. Resumable: embeddings are cached on disk as they are computed, "
-                "so re-running after an interrupt embeds only what is missing.")
+                "so re-running after an interrupt embeds only what is missing. On an index "
+                "that OUT already holds, only the documents added, changed (content hash) or "
+                "deleted since are written again (--rebuild: everything).")
     p.add_argument("src", metavar="SRC", help="folder of documents, or a .jsonl file")
     p.add_argument("--out", required=True, metavar="PATH", help="folder to save the index to")
     p.add_argument("--size", type=_whole(1), default=256, help="chunk size in encoder tokens "
                    "(default 256)")
     p.add_argument("--overlap", type=_whole(0), default=32, help="tokens shared by "
                    "neighbouring chunks (default 32)")
+    p.add_argument("--rebuild", action="store_true", help="build OUT again in full (default: "
+                   "when OUT is an index of SRC made with the same --size and --overlap, "
+                   "update only the documents added, changed or deleted since)")
     p.set_defaults(run=_index)
 
     p = command("ask", "answer a question from an index, or escalate it",
@@ -206,13 +213,71 @@ def _index(args) -> int:
         docs = read_documents(args.src)
     for w in caught:
         _warn(str(w.message))
-    chunks = chunk_documents(docs, size=args.size, overlap=args.overlap)
+    sources = {"size": args.size, "overlap": args.overlap,
+               "documents": {d.id: _content_hash(d) for d in docs}}
     encoder = Encoder(show_progress=True)
+    previous = None if args.rebuild else _previous(out, sources, encoder)
+    if previous is not None:
+        return _update(previous, docs, sources, out, encoder, t)
+    chunks = chunk_documents(docs, size=args.size, overlap=args.overlap)
     retriever = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
-    retriever.save(out)
+    retriever.save(out, sources=sources)
     print(f"indexed {len(docs)} documents as {len(chunks)} chunks in "
           f"{time.perf_counter() - t:.1f} s ({encoder.cache_misses} embedded, "
           f"{encoder.cache_hits} from cache); saved to {out}")
+    return 0
+
+
+def _content_hash(doc) -> str:
+    """What a document's chunks are made of (id, title, text, metadata), hashed: a document
+    whose hash differs from the one saved with the index has changed."""
+    content = json.dumps([doc.id, doc.title, doc.text, doc.metadata], sort_keys=True,
+                         ensure_ascii=False, default=str)
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _previous(out: Path, sources: dict, encoder):
+    """``(retriever, saved sources)`` when ``out`` holds an index this run can update in
+    place, else None (after saying why it is built again in full)."""
+    if not (out / "manifest.json").is_file():
+        return None
+    saved = read_manifest(out, "HybridRetriever").get("sources")
+    why = None
+    if not isinstance(saved, dict) or not isinstance(saved.get("documents"), dict):
+        why = "it keeps no hash per document (saved by an older ragbook, or from Python)"
+    elif (saved.get("size"), saved.get("overlap")) != (sources["size"], sources["overlap"]):
+        why = (f"it was chunked with --size {saved.get('size')} --overlap "
+               f"{saved.get('overlap')}, not --size {sources['size']} --overlap "
+               f"{sources['overlap']}")
+    else:
+        try:
+            return HybridRetriever.load(out, encoder=encoder), saved
+        except EncoderMismatchError:
+            why = f"it was embedded by another encoder than {encoder.fingerprint}"
+    print(f"building {out} again in full: {why}")
+    return None
+
+
+def _update(previous, docs, sources: dict, out: Path, encoder, started: float) -> int:
+    """Re-chunk and re-embed only the documents added or changed since ``out`` was saved,
+    drop the chunks of changed and deleted ones, save (atomically) and say how many of each."""
+    retriever, saved = previous
+    old, new = saved["documents"], sources["documents"]
+    added = [d for d in docs if d.id not in old]
+    changed = [d for d in docs if d.id in old and old[d.id] != new[d.id]]
+    deleted = [i for i in old if i not in new]
+    chunks = chunk_documents(added + changed, size=sources["size"], overlap=sources["overlap"])
+    redo, fresh = {d.id for d in changed} | set(deleted), {c.id for c in chunks}
+    stale = [r["id"] for r in retriever.items_ if r["doc_id"] in redo and r["id"] not in fresh]
+    if added or changed or deleted:
+        retriever.update(upsert=chunks, delete=stale)
+        retriever.save(out, sources=sources)
+    print(f"{len(added)} added, {len(changed)} changed, {len(deleted)} deleted, "
+          f"{len(docs) - len(added) - len(changed)} unchanged documents "
+          f"({len(chunks)} chunks written, {len(stale)} removed, {len(retriever)} in all) in "
+          f"{time.perf_counter() - started:.1f} s ({encoder.cache_misses} embedded, "
+          f"{encoder.cache_hits} from cache); "
+          + (f"saved to {out}" if added or changed or deleted else f"{out} was up to date"))
     return 0
 
 

@@ -142,6 +142,32 @@ class DenseIndex(BaseRetriever):
         """Remove items by id; returns how many were removed."""
         return self._built().delete(list(ids))
 
+    def update(self, upsert: Sequence[Chunk | Document] = (), delete: Sequence[str] = (),
+               vectors: np.ndarray | None = None, contexts: Sequence[str] | None = None
+               ) -> DenseIndex:
+        """Add or replace the items in ``upsert`` and remove the ids in ``delete``, through
+        the store: the replaced and deleted rows go, then the upserted ones are added, so
+        the index holds what a rebuild on ``self.items_`` holds (the items kept, in order,
+        then ``upsert``'s). Only the new texts are embedded (or ``vectors`` taken, one unit
+        row per upserted item). Checked before the store changes: the query encoder, the
+        items (blank texts, repeated ids), the vectors, and that every ``delete`` id is
+        stored (``KeyError``) and not also upserted (``ValueError``). Returns self."""
+        self.check_encoder()
+        store = self._built()
+        records = records_from(upsert, contexts)
+        vectors = passage_vectors(self.encoder, records, vectors)
+        if isinstance(delete, (str, bytes)):
+            raise TypeError("delete must be a list of item ids, got a str; wrap one id in a list")
+        delete = list(delete)
+        store.get(delete)  # an unknown id is a KeyError naming it
+        both = sorted({r["id"] for r in records} & set(delete))
+        if both:
+            raise ValueError(f"item id {both[0]!r} is both upserted and deleted; give each id "
+                             f"in one of the two lists")
+        store.delete([r["id"] for r in records] + delete)
+        store.add(records, vectors)
+        return self
+
     def _built(self):
         if not hasattr(self, "store_"):
             raise NotBuiltError("this DenseIndex is empty: call .build(chunks), "

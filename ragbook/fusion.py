@@ -25,13 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .bm25 import BM25Index
+from .bm25 import BM25Index, check_changes
 from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
-from .dense import DenseIndex
+from .dense import DenseIndex, passage_vectors
 from .filters import validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
-from .retrieval import BaseRetriever, trace_stage
+from .retrieval import BaseRetriever, corpus_fingerprint, records_from, trace_stage
 from .types import Chunk, Document, Hit, Retrieved, Stage
 
 __all__ = ["reciprocal_rank_fusion", "score_blend", "minmax_normalise", "HybridRetriever",
@@ -198,8 +198,49 @@ class HybridRetriever(BaseRetriever):
             raise IndexDriftError(
                 f"the dense index holds {n_dense} items and the BM25 index {n_bm25}"
                 + ("" if n_dense != n_bm25 else " with different ids or texts")
+                + f" ({_difference(self.dense.items_, self.bm25.items_)})"
                 + "; rebuild both from the same items with HybridRetriever.build(items)")
         return len(self.dense)
+
+    def update(self, upsert: Sequence[Chunk | Document] = (), delete: Sequence[str] = (),
+               vectors=None, contexts: Sequence[str] | None = None) -> HybridRetriever:
+        """Write one change to both channels: add or replace the items in ``upsert`` and
+        remove the ids in ``delete``; returns self. Afterwards the retriever equals
+        ``build`` on its new ``items_`` (the items kept, in order, then ``upsert``'s): same
+        hits, BM25 scores to 1e-9, cosines to 1e-6, same corpus fingerprint
+        (``tests/test_incremental.py``). Only the new texts are tokenised and embedded.
+
+        Everything is checked first — ids, texts and metadata of the items, every ``delete``
+        id indexed and none also upserted (``KeyError``/``ValueError``), the encoder — and
+        the new texts embedded (or ``vectors`` taken, one unit row per upserted item), so a
+        bad change raises before either channel changes. It ends with the count and
+        fingerprint check: both channels must hold the items expected, else
+        ``IndexDriftError`` names the difference.
+
+        A saved index is updated by load, update, save —
+        ``HybridRetriever.load(path).update(...).save(path)`` (what ``ragbook index`` does):
+        the save swaps the new folder in atomically, so a crash at any point leaves the
+        previous index whole. (Milvus keeps BM25 statistics per segment instead: see
+        ``ragbook.stores.milvus`` and chapter 11 for what that asks of you.)"""
+        count = self.check()
+        upsert = list(upsert)
+        contexts = None if contexts is None else list(contexts)
+        records = records_from(upsert, contexts)
+        known = {r["id"] for r in self.bm25.items_}
+        gone = check_changes(records, delete, known)
+        self.dense.check_encoder()
+        vectors = passage_vectors(self.dense.encoder, records, vectors)
+        expected = count - len(gone & known) + len(records)
+        delete = sorted(gone - {r["id"] for r in records})
+        # BM25 computes its new state before setting any of it, so it changes whole or not at
+        # all; the dense store's delete + add come last
+        self.bm25.update(upsert, delete, contexts)
+        self.dense.update(upsert, delete, vectors=vectors, contexts=contexts)
+        if self.check() != expected or len(self.bm25) != expected:
+            raise IndexDriftError(f"after the update both indexes hold {len(self.dense)} "
+                                  f"items, but {expected} were expected; rebuild both with "
+                                  f"HybridRetriever.build(items)")
+        return self
 
     @property
     def corpus_fingerprint(self) -> str:
@@ -262,11 +303,14 @@ class HybridRetriever(BaseRetriever):
         return len(self.dense)
 
     # -- persistence -----------------------------------------------------------------------
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, sources: Mapping[str, Any] | None = None) -> Path:
         """Write both indexes and the fusion settings to folder ``path`` all-or-nothing:
         ``dense/`` and ``bm25/`` (each saved, and later verified, by its own class) and
         ``hybrid.json`` (its own settings: depth, rrf_k, weights, min_rrf), checksummed in
-        the manifest. Saving both in one folder keeps them from drifting apart on disk."""
+        the manifest. Saving both in one folder keeps them from drifting apart on disk.
+        ``sources`` (JSON): what the items were made from, kept in the manifest under that
+        key — ``ragbook index`` keeps its chunk settings and a content hash per document
+        there, so that the next run updates only the documents that changed."""
         count = self.check()
         settings = {name: value for name, value in self.settings(deep=False).items()
                     if name not in ("dense", "bm25")}
@@ -276,7 +320,8 @@ class HybridRetriever(BaseRetriever):
             self.bm25.save(folder / "bm25")
             (folder / "hybrid.json").write_text(json.dumps(settings), encoding="utf-8")
 
-        info = {"count": count, "corpus_fingerprint": self.corpus_fingerprint}
+        info = {"count": count, "corpus_fingerprint": self.corpus_fingerprint,
+                **({"sources": dict(sources)} if sources is not None else {})}
         return save_atomic(path, "HybridRetriever", write, info)
 
     @classmethod
@@ -295,6 +340,22 @@ class HybridRetriever(BaseRetriever):
             raise CorruptIndexError(f"{str(path)!r}: the saved indexes do not hold the corpus "
                                     f"its manifest describes; rebuild and save it again")
         return self
+
+
+def _difference(dense: Sequence[dict], bm25: Sequence[dict]) -> str:
+    """How two channels' records differ, for an ``IndexDriftError``: ids only one holds,
+    then ids whose text or metadata differ, else a different order."""
+    a, b = {r["id"]: r for r in dense}, {r["id"]: r for r in bm25}
+    parts = []
+    for name, ids in (("only in dense", [i for i in a if i not in b]),
+                      ("only in BM25", [i for i in b if i not in a]),
+                      ("different text or metadata", [i for i in a if i in b and
+                                                      corpus_fingerprint([a[i]])
+                                                      != corpus_fingerprint([b[i]])])):
+        if ids:
+            more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+            parts.append(f"{name}: {', '.join(repr(i) for i in ids[:3])}{more}")
+    return "; ".join(parts) or "the same items in another order"
 
 
 def rescued(dense: Sequence[str], keyword: Sequence[str], fused: Sequence[str],

@@ -12,6 +12,12 @@
 ``get_llm()`` returns the endpoint backend when those are set, else the local one.
 ``ragbook.server.ChatServer`` serves any backend over that same protocol on localhost.
 
+Both backends also ``stream(messages)``: the same reply as ``generate``, in pieces as the
+model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` locally).
+``stream_reply(llm, ...)`` streams any backend (one with only ``generate`` gives one piece),
+and ``Streamed`` is what a streaming call of the reader or pipeline returns: the text pieces
+it releases, then its checked outcome.
+
 Failures are named, not raw: ``LLMUnavailableError`` when the endpoint cannot be reached or
 does not answer within ``timeout`` seconds, ``LLMResponseError`` when it answers with anything
 but a chat completion (an HTTP error, a reply without ``choices``, ``content: null``, HTML).
@@ -21,10 +27,13 @@ but a chat completion (an HTTP error, a reply without ``choices``, ``content: nu
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Generic, TypeVar
 
 from . import models
 from .cache import Cache
@@ -32,7 +41,7 @@ from .checks import check_k
 from .component import Component
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
-           "LLMUnavailableError", "LLMResponseError"]
+           "LLMUnavailableError", "LLMResponseError", "stream_reply", "Streamed"]
 
 Messages = Sequence[Mapping[str, str]]
 
@@ -103,22 +112,79 @@ class LocalLLM(Component):
                  stop: Sequence[str] = ()) -> str:
         """The model's reply to ``messages`` (greedy); cut at the first ``stop`` string
         (generation also halts there, which is what makes short answers fast)."""
+        budget, stop, key = self._request(messages, max_new_tokens, stop)
+        return _cut(self._cached(key, lambda: self._run(messages, budget, stop)), stop).strip()
+
+    def stream(self, messages: Messages, max_new_tokens: int | None = None,
+               stop: Sequence[str] = ()) -> Iterator[str]:
+        """``generate``'s reply in pieces as the model writes them: ``"".join`` of the pieces
+        is exactly what ``generate`` returns. A cached reply comes as one piece; a new one is
+        cached once it ends (so a later ``generate`` of the same messages is instant)."""
+        budget, stop, key = self._request(messages, max_new_tokens, stop)
+        if self.cache:
+            if self._db is None:
+                self._db = Cache("generations", self.identity)
+            hit = self._db.get(key)
+            if hit is not None:
+                return _tidy([hit], stop)
+
+        def raw() -> Iterator[str]:
+            sent, box = "", {}
+            for piece in self._run(messages, budget, stop, box):
+                sent += piece
+                yield piece
+            full = box["text"]           # the whole decode: what generate() caches and cuts
+            if full.startswith(sent) and len(full) > len(sent):
+                yield full[len(sent):]
+            if self.cache:
+                self._db.put(key, full)
+
+        return _tidy(raw(), stop)
+
+    def _request(self, messages: Messages, max_new_tokens, stop) -> tuple[int, list[str], str]:
+        """(token budget, stop strings, cache key) of a request: what the reply depends on."""
         budget, stop = max_new_tokens or self.max_new_tokens, [s for s in stop if s]
-        key = _hash([self.name, _check(messages), budget, stop])
+        return budget, stop, _hash([self.name, _check(messages), budget, stop])
 
-        def make() -> str:
-            import torch
+    def _run(self, messages: Messages, budget: int, stop: list[str], box: dict | None = None):
+        """Greedy generation. Without ``box``: the decoded reply. With ``box``: an iterator of
+        text pieces as the model writes them (generation runs in a thread), after which
+        ``box["text"]`` holds the whole decoded reply."""
+        import torch
 
-            model, tok = self._load()
-            ids = torch.tensor([self._prompt_ids(messages)], device=model.device)
-            extra = {"stop_strings": stop, "tokenizer": tok} if stop else {}
+        model, tok = self._load()
+        ids = torch.tensor([self._prompt_ids(messages)], device=model.device)
+        kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=budget,
+                      do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id,
+                      **({"stop_strings": stop, "tokenizer": tok} if stop else {}))
+        if box is None:
             with torch.no_grad():
-                out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                     max_new_tokens=budget, do_sample=False,
-                                     pad_token_id=tok.pad_token_id or tok.eos_token_id, **extra)
+                out = model.generate(**kwargs)
             return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+        from transformers import TextIteratorStreamer
 
-        return _cut(self._cached(key, make), stop).strip()
+        streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=True)
+
+        def work():
+            try:
+                with torch.no_grad():
+                    out = model.generate(**kwargs, streamer=streamer)
+                box["text"] = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+            except BaseException as err:     # handed to the reading thread
+                box["error"] = err
+                streamer.end()           # unblock the reader
+
+        def pieces() -> Iterator[str]:
+            thread = threading.Thread(target=work, daemon=True)
+            thread.start()
+            try:
+                yield from (p for p in streamer if p)
+            finally:
+                thread.join()            # the model is not re-entrant: finish before the next
+            if "error" in box:
+                raise box["error"]
+
+        return pieces()
 
     def score(self, messages: Messages, options: Sequence[str], prefix: str = "") -> list[float]:
         """Log-probability of each of ``options`` as what the assistant says next, after
@@ -165,6 +231,87 @@ def _cut(text: str, stop: Sequence[str]) -> str:
         if s and s in text:
             text = text[:text.index(s)]
     return text
+
+
+def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
+    """Raw reply ``pieces`` as pieces of ``_cut(reply, stop).strip()`` — what ``generate``
+    returns — released as soon as that is certain: the last ``len(longest stop) - 1``
+    characters are held (a stop string may be starting there), and so is trailing white
+    space (``strip`` drops it at the end). Stops reading ``pieces`` at the first stop string.
+
+    >>> list(_tidy([" Hi", " the", "re.\n", "\nmore"], ["\n\n"]))
+    ['Hi', ' the', 're.']
+    """
+    stop = [s for s in stop if s]
+    hold, text, out = max(map(len, stop), default=1) - 1, "", 0
+    source = iter(pieces)
+    try:
+        for piece in source:
+            text += piece
+            cut = _cut(text, stop)
+            if len(cut) < len(text):                        # a stop string: the reply ends
+                break
+            ready = text[:len(text) - hold].lstrip().rstrip()
+            if len(ready) > out:
+                yield ready[out:]
+                out = len(ready)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()                                          # stops the model or the stream
+    last = _cut(text, stop).strip()[out:]
+    if last:
+        yield last
+
+
+def stream_reply(llm, messages: Messages, max_new_tokens: int | None = None,
+                 stop: Sequence[str] = ()) -> Iterator[str]:
+    """``llm``'s reply as text pieces: its own ``stream`` when it has one, else its whole
+    ``generate`` reply as one piece. Either way ``"".join`` of the pieces is what
+    ``llm.generate(messages, max_new_tokens, stop)`` returns."""
+    if callable(getattr(llm, "stream", None)):
+        return iter(llm.stream(messages, max_new_tokens=max_new_tokens, stop=stop))
+    reply = llm.generate(messages, max_new_tokens=max_new_tokens, stop=stop)
+    return iter([reply] if reply else [])
+
+
+T = TypeVar("T")
+
+
+class Streamed(Generic[T]):
+    """What a streaming call returns: iterate it for the text pieces it releases (``str``),
+    then read ``result`` — the checked outcome (an ``Answer`` from
+    ``GenerativeReader.stream``, a ``Result`` from ``Pipeline.stream``), equal to what the
+    non-streaming call returns. Reading ``result`` before the pieces are all taken runs the
+    rest of the stream without showing it. One pass: the pieces are not kept.
+
+    >>> def steps():
+    ...     yield "Hello"
+    ...     yield " world."
+    ...     return "checked"
+    >>> s = Streamed(steps())
+    >>> "".join(s), s.result
+    ('Hello world.', 'checked')
+    """
+
+    def __init__(self, steps: Generator[str, None, T]):
+        self._steps, self._result, self._done = steps, None, False
+
+    def __iter__(self) -> Iterator[str]:
+        while not self._done:
+            try:
+                piece = next(self._steps)
+            except StopIteration as end:
+                self._result, self._done = end.value, True
+                return
+            yield piece
+
+    @property
+    def result(self) -> T:
+        """The outcome, once the stream has ended (the rest of it is run first if need be)."""
+        for _ in self:
+            pass
+        return self._result
 
 
 class LLMUnavailableError(RuntimeError):
@@ -270,14 +417,47 @@ class OpenAICompatibleLLM(Component):
                  stop: Sequence[str] = ()) -> str:
         """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
         ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
-        import openai
-
-        msgs, tries = _check(messages), f"{1 + self.max_retries} attempt(s)"
-        try:
+        msgs = _check(messages)
+        with self._named_errors():
             raw = self._chat().with_raw_response.create(
                 model=self.model, messages=msgs, temperature=0,
                 max_tokens=max_new_tokens or self.max_new_tokens, stop=list(stop) or None)
-        except openai.APITimeoutError as err:
+        return _cut(_completion_text(raw.text, self.url), stop).strip()
+
+    def stream(self, messages: Messages, max_new_tokens: int | None = None,
+               stop: Sequence[str] = ()) -> Iterator[str]:
+        """``generate``'s reply as pieces, as the endpoint sends them (``stream: true``,
+        server-sent events ``data: {...choices[0].delta.content...}`` up to ``data: [DONE]``):
+        ``"".join`` of the pieces is what ``generate`` returns. A server that ignores
+        ``stream`` and sends one whole completion gives one piece. The same errors as
+        ``generate``, raised where they happen — also mid-stream: an ``error`` event, an event
+        that is not a chat-completion chunk, or a stream cut off before it finished
+        (``LLMResponseError``), a read that times out (``LLMUnavailableError``)."""
+        msgs = _check(messages)
+
+        def raw() -> Iterator[str]:
+            with self._named_errors(), self._chat().with_streaming_response.create(
+                    model=self.model, messages=msgs, temperature=0, stream=True,
+                    max_tokens=max_new_tokens or self.max_new_tokens,
+                    stop=list(stop) or None) as reply:
+                if "text/event-stream" not in reply.headers.get("content-type", ""):
+                    yield _completion_text(reply.read().decode("utf-8", "replace"), self.url)
+                    return
+                yield from _event_text(reply.iter_lines(), self.url)
+
+        return _tidy(raw(), stop)
+
+    @contextlib.contextmanager
+    def _named_errors(self):
+        """The client's and the transport's failures as ``LLMUnavailableError`` /
+        ``LLMResponseError`` naming the URL and what to check."""
+        import httpx
+        import openai
+
+        tries = f"{1 + self.max_retries} attempt(s)"
+        try:
+            yield
+        except (openai.APITimeoutError, httpx.TimeoutException) as err:
             raise LLMUnavailableError(
                 f"no reply from {self.url} within timeout={self.timeout} s ({tries}); check the "
                 "server is up and answering, or raise timeout= for a slow model") from err
@@ -289,7 +469,46 @@ class OpenAICompatibleLLM(Component):
             raise LLMResponseError(
                 f"{self.url} answered HTTP {err.status_code}: {_preview(err.response.text)!r}; "
                 f"{_status_hint(err.status_code)}") from err
-        return _cut(_completion_text(raw.text, self.url), stop).strip()
+        except httpx.HTTPError as err:        # mid-stream: the connection broke
+            raise LLMResponseError(
+                f"the stream from {self.url} broke off ({type(err).__name__}: {err}); the "
+                "reply is incomplete: check the server's log, then ask again") from err
+
+
+def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
+    """The text deltas of a chat-completions event stream (``data: {...}`` lines, ending
+    with ``data: [DONE]``); ``LLMResponseError`` for an ``error`` event, an event that is not
+    a ``chat.completion.chunk``, or a stream that stops before ``[DONE]`` or a
+    ``finish_reason`` (the reply would be silently cut)."""
+    finished = False
+    for line in lines:
+        if not line.startswith("data:"):
+            continue                         # blank separators, ": keep-alive", "event: ..."
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            event = None
+        if isinstance(event, dict) and "error" in event:
+            raise LLMResponseError(f"{url} failed mid-stream: {_preview(json.dumps(event))}; "
+                                   "check the server's log")
+        choices = event.get("choices") if isinstance(event, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else {}
+        delta = first.get("delta", {}) if isinstance(first, dict) else None
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if not isinstance(choices, list) or not isinstance(delta, dict) \
+                or not isinstance(content, (str, type(None))):
+            raise LLMResponseError(
+                f"{url} sent a stream event that is not a chat-completion chunk (expected "
+                f"{{'choices': [{{'delta': {{'content': str}}}}]}}), got: {_preview(data)!r}")
+        finished = finished or bool(first.get("finish_reason"))
+        if content:
+            yield content
+    if not finished:
+        raise LLMResponseError(f"the stream from {url} ended before 'data: [DONE]': the reply "
+                               "is incomplete; check the server's log, then ask again")
 
 
 def default_llm_identity(profile: str | None = None) -> str:

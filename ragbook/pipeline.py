@@ -33,16 +33,18 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import telemetry
 from .cache import Cache
 from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
 from .filters import validate_where
+from .llm import Streamed
 from .readers import Span, default_extractive_reader, instruction_like
 from .retrieval import check_confidence_threshold, trace_stage
 from .types import Answer, Hit, Stage
@@ -327,10 +329,66 @@ class Pipeline(Component):
         needs (``candidates``). Not answering is a result, never an exception; errors are
         those of ``prepare``."""
         result = self.decide(self.prepare(question, history, where))
+        self._record(result)
+        return result
+
+    # -- streaming and recording (issue 22) ------------------------------------------------
+    def stream(self, question: str, history=None, where=None) -> Streamed[Result]:
+        """``ask``, streamed: iterate for the answer's text as it is released, then
+        ``.result`` is the ``Result`` — the same one ``ask`` gives (answer, citations,
+        escalation; only the trace's timings differ). Arguments and errors are ``ask``'s;
+        errors of ``prepare`` are raised here, before anything streams.
+
+        >>> s = pipeline.stream("How long is the refund window?")        # doctest: +SKIP
+        >>> for piece in s:
+        ...     print(piece, end="", flush=True)
+        >>> s.result.escalated
+
+        What was shown cannot be taken back, so the thresholds that decide before reading
+        (no candidates, the rerank cut, ``min_confidence``) are applied first; then a reader
+        with ``stream`` (``GenerativeReader``) releases each sentence only once it has
+        passed its checks (see ``GenerativeReader.stream``: verified against a passage it
+        cites, citations that exist). The verdict on the whole answer comes at the end:
+        when it answers, the pieces joined are exactly ``result.answer.text`` (what the
+        reader held back follows the verdict); when it escalates, what was shown is at most
+        the verified sentences released before it, and ``result`` says why — show the
+        escalation after them. When a cited page may be superseded (``exclude_superseded``
+        off and such a page among the passages) or the reader cannot stream (an extractive
+        one), nothing is shown before the verdict."""
+        prep = self.prepare(question, history, where)
+        return Streamed(self._streamed(prep))
+
+    def _streamed(self, prep: Prepared):
+        t, shown = time.perf_counter(), ""
+        try:                                 # decide up to the reading, without reading
+            result = (self.with_settings(reader=_ReadOnce(self.reader)).decide(prep)
+                      if callable(getattr(self.reader, "stream", None)) else self.decide(prep))
+        except _WouldRead as asked:
+            live = not any(h.metadata.get("status") == "superseded" for h in asked.hits)
+            reading = self.reader.stream(asked.question, asked.hits)
+            for piece in reading:
+                if live:
+                    shown += piece
+                    yield piece
+            result = self.with_settings(reader=_ReadOnce(self.reader, reading.result)
+                                        ).decide(prep)
+            last = result.trace[-1]          # decide's time includes the reading, as in ask
+            result = replace(result, trace=result.trace[:-1] + (
+                replace(last, seconds=time.perf_counter() - t),))
+        text = result.answer.text
+        if text is not None and text.startswith(shown) and len(text) > len(shown):
+            yield text[len(shown):]
+        self._record(result)
+        return result
+
+    def _record(self, result: Result) -> None:
+        """Where every question ends: its OpenTelemetry spans (``telemetry.emit``; nothing
+        without ``opentelemetry-api``) and its JSON line in ``trace_path``."""
+        telemetry.emit(result)
         if self.trace_path is not None:
             with open(Path(self.trace_path), "a", encoding="utf-8") as f:
                 f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
-        return result
+
 
     def calibrate(self, prepared: Sequence[Prepared], questions: Sequence, *,
                   wrong_cost: float = 2.0) -> float | None:
@@ -354,6 +412,32 @@ class Pipeline(Component):
         self.min_confidence = best
         self.min_confidence_kind = None if best is None else self.confidence_kind
         return best
+
+
+class _WouldRead(Exception):
+    """``decide`` got past every check that comes before reading: stream the reader now."""
+
+    def __init__(self, question: str, hits: Sequence[Hit]):
+        super().__init__(question)
+        self.question, self.hits = question, list(hits)
+
+
+class _ReadOnce:
+    """The pipeline's reader inside ``Pipeline.stream``'s two ``decide`` runs, so that
+    ``decide`` itself — every rule, before and after reading — makes the verdict: without an
+    answer, ``read`` raises ``_WouldRead`` (time to stream); with one, it returns the answer
+    the stream ended with. Everything else is the reader's own."""
+
+    def __init__(self, reader, answer: Answer | None = None):
+        self._reader, self._answer = reader, answer
+
+    def __getattr__(self, name: str):
+        return getattr(self._reader, name)
+
+    def read(self, question: str, hits: Sequence[Hit]) -> Answer:
+        if self._answer is None:
+            raise _WouldRead(question, hits)
+        return self._answer
 
 
 def outcome(result: Result, gold: Sequence[str]) -> str:

@@ -29,7 +29,7 @@ from .http_guards import (
     _origin_problem,
     _split_host,
 )
-from .llm import _check, _preview
+from .llm import _check, _preview, stream_reply
 
 __all__ = ["ChatServer"]
 
@@ -43,9 +43,9 @@ class _BadRequest(ValueError):
         self.status, self.kind, self.close = status, kind, close
 
 
-def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str]]:
-    """(messages, max_tokens, stop) of a chat-completions request body; ``_BadRequest`` (400)
-    naming the field when it is not one."""
+def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str], bool]:
+    """(messages, max_tokens, stop, stream) of a chat-completions request body;
+    ``_BadRequest`` (400) naming the field when it is not one."""
     try:
         req = json.loads(body)
     except ValueError as err:
@@ -68,7 +68,10 @@ def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str]]:
     if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
         raise _BadRequest(400, "'stop' must be a string, a list of strings or null, got "
                                f"{req['stop']!r}")
-    return messages, max_tokens, stop
+    stream = req.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise _BadRequest(400, f"'stream' must be true, false or null, got {stream!r}")
+    return messages, max_tokens, stop, bool(stream)
 
 
 def _completion(text: str, model: str) -> dict:
@@ -80,9 +83,54 @@ def _completion(text: str, model: str) -> dict:
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
+def _chunk(text: str | None, model: str, started: int) -> bytes:
+    """One server-sent event of a streamed reply: ``text`` as a ``chat.completion.chunk``
+    delta, or (``text=None``) the closing chunk with ``finish_reason: "stop"``."""
+    delta = {} if text is None else {"role": "assistant", "content": text}
+    chunk = {"id": f"chatcmpl-{started}", "object": "chat.completion.chunk",
+             "created": started // 10**9, "model": model,
+             "choices": [{"index": 0, "delta": delta,
+                          "finish_reason": None if text is not None else "stop"}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+class _Stream:
+    """A streamed reply being generated: iterate for its text pieces. The first piece is
+    made before any header goes out, so a backend that fails at once is still a 500; the
+    generation lock is held until the stream is exhausted or ``close``d."""
+
+    def __init__(self, server: ChatServer, messages, max_tokens, stop):
+        self._lock = server._lock
+        self._lock.acquire()
+        try:
+            self._pieces = stream_reply(server.llm, messages, max_tokens, stop)
+            self._first = next(self._pieces, None)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._open = True
+
+    def __iter__(self):
+        if self._first is not None:
+            yield self._first
+        yield from self._pieces
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            try:
+                close = getattr(self._pieces, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                self._lock.release()
+
+
 class ChatServer:
     """Serve ``llm`` at ``http://host:port/v1/chat/completions`` (the OpenAI protocol's
-    non-streaming subset) from a background thread. ``port=0`` picks a free port.
+    chat completions, streamed as server-sent events when a request says ``"stream": true``:
+    pieces as the backend's ``stream`` writes them, one piece for a backend with only
+    ``generate``) from a background thread. ``port=0`` picks a free port.
 
     Errors come back as OpenAI-style JSON (``{"error": {"message", "type"}}``): 400 for a
     malformed request, 401 without ``Authorization: Bearer <api_key>`` (when ``api_key`` is
@@ -192,8 +240,9 @@ class ChatServer:
                                    "or notebook (no Origin header), or construct ChatServer(..., "
                                    f"allowed_origins=({origin.strip()!r},)) to allow that site")
 
-    def _answer(self, path: str, headers, read) -> dict:
-        """The reply to one POST (``read(n)`` reads the body); ``_BadRequest`` for a refusal."""
+    def _answer(self, path: str, headers, read) -> dict | _Stream:
+        """The reply to one POST (``read(n)`` reads the body): a chat completion, or a
+        ``_Stream`` when the request says ``"stream": true``; ``_BadRequest`` for a refusal."""
         if headers.get("Transfer-Encoding") is not None:
             raise _BadRequest(411, "Transfer-Encoding "
                                    f"{headers['Transfer-Encoding']!r} is not supported: send "
@@ -222,8 +271,10 @@ class ChatServer:
         if not self._authorized(headers.get("Authorization")):
             raise _BadRequest(401, "missing or wrong API key; send "
                                    "'Authorization: Bearer <api_key>'")
-        messages, max_tokens, stop = _parse_request(body)
+        messages, max_tokens, stop, stream = _parse_request(body)
         try:
+            if stream:
+                return _Stream(self, messages, max_tokens, stop)
             with self._lock:
                 text = self.llm.generate(messages, max_new_tokens=max_tokens, stop=stop)
         except Exception as err:  # any backend failure: a 500, not a dropped connection
@@ -299,7 +350,39 @@ class ChatServer:
                         headers = {"Connection": "close"}
                     error = {"error": {"message": str(err), "type": err.kind}}
                     return self._send(err.status, error, headers)
+                if isinstance(reply, _Stream):
+                    return self._send_stream(reply)
                 self._send(200, reply)
+
+            def _send_stream(self, reply: _Stream):
+                """Server-sent events, one ``chat.completion.chunk`` per piece as the backend
+                writes it, then a ``finish_reason`` chunk and ``data: [DONE]``; the
+                connection then closes (HTTP/1.0: no length is known in advance). A backend
+                failing mid-stream gets an ``error`` event and no ``[DONE]``."""
+                started, self.close_connection = time.time_ns(), True
+                try:
+                    self.connection.settimeout(server.request_timeout)  # bounds a stuck reader
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    try:
+                        for piece in reply:
+                            self.wfile.write(_chunk(piece, server.model_name, started))
+                    except OSError:
+                        raise
+                    except Exception as err:  # the backend failed after the 200 went out
+                        error = {"error": {"message": f"the backend failed: "
+                                           f"{type(err).__name__}: {err}", "type": "server_error"}}
+                        self.wfile.write(b"data: " + json.dumps(error).encode() + b"\n\n")
+                        return
+                    self.wfile.write(_chunk(None, server.model_name, started))
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except OSError:
+                    pass                         # the client went away: stop generating
+                finally:
+                    reply.close()
 
         return Handler
 

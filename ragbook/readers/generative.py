@@ -7,13 +7,15 @@ calibrated ``min_span_score``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from itertools import chain
 
 import numpy as np
 
 from ..checks import check_k
 from ..component import Component
-from ..llm import default_llm_identity, get_llm
+from ..llm import Streamed, default_llm_identity, get_llm, stream_reply
+from ..text import sentences
 from ..types import Answer, Hit
 from .grounding import (
     _CITE,
@@ -106,6 +108,28 @@ class GenerativeReader(Component):
         """Answer ``question`` from the first ``keep`` of ``hits`` (best first), or abstain or
         flag as the class docstring lists; the trace of this call is in ``last_``. Errors of
         the chat backend (``LLMUnavailableError``, ``LLMResponseError``) propagate."""
+        return Streamed(self._steps(question, hits, live=False)).result
+
+    def stream(self, question: str, hits: Sequence[Hit]) -> Streamed[Answer]:
+        """``read``, streamed: iterate for the answer's sentences as they are released, then
+        ``.result`` is the ``Answer`` — the same one ``read`` gives for the same reply.
+
+        What a customer has seen cannot be taken back, so nothing unchecked is released: a
+        sentence goes out only once no later text can change it (the next sentence has
+        begun) and it has passed the checks ``read`` applies — it cites, or is re-cited to,
+        a passage that backs it (``min_support``), and its citations name real passages. A
+        sentence that fails is dropped (as ``read`` drops it); one that is kept but flagged
+        (a citation of a passage that does not exist) stops the releasing, since what follows
+        it would not continue what was shown. The abstention, the ``gate`` and
+        ``abstain_logprob`` decide before anything is released. So the pieces, joined, are a
+        prefix of ``result.text`` (all of it when every sentence passed); the rest, and the
+        verdict, are in ``result``. With ``min_support=None`` nothing is verified, so nothing
+        is released: the whole answer is in ``result``. ``last_["released"]`` lists what
+        went out. The reply streams from the backend's ``stream`` (``stream_reply``)."""
+        return Streamed(self._steps(question, hits, live=True))
+
+    def _steps(self, question: str, hits: Sequence[Hit], live: bool
+               ) -> Generator[str, None, Answer]:
         t = time.perf_counter()
         if not hits:
             return Answer(None, reason="no_candidates")
@@ -116,11 +140,12 @@ class GenerativeReader(Component):
                               "instructions": [(n, s) for n, h in enumerate(passages, 1)
                                                for s in planted_sentences(h.text)]}
         try:
-            return self._read(question, messages, passages, trace)
+            return (yield from self._read(question, messages, passages, trace, live))
         finally:
             self.latencies_.append(time.perf_counter() - t)
 
-    def _read(self, question, messages, passages, trace) -> Answer:
+    def _read(self, question, messages, passages, trace, live: bool
+              ) -> Generator[str, None, Answer]:
         if self.gate is not None:
             trace["gate"] = gated = self.gate.read(question, passages)
             if gated.abstained:
@@ -129,8 +154,12 @@ class GenerativeReader(Component):
             trace["abstain_logprob"] = lp = self.llm.score(messages, [NOT_IN_CONTEXT])[0]
             if lp > self.abstain_logprob:
                 return Answer(None, reason="not_in_context")
-        reply = trace["raw"] = self.llm.generate(messages, max_new_tokens=self.max_new_tokens,
-                                                 stop=self.stop)
+        if live:
+            reply = yield from self._released(messages, passages, trace)
+        else:
+            reply = self.llm.generate(messages, max_new_tokens=self.max_new_tokens,
+                                      stop=self.stop)
+        trace["raw"] = reply
         if is_abstention(reply):
             return Answer(None, reason="not_in_context")
         claims = split_claims(reply)
@@ -149,16 +178,18 @@ class GenerativeReader(Component):
             return Answer(text, sources=cites.sources, scores=scores, reason="invalid_citation")
         return Answer(text, sources=cites.sources, scores=scores)
 
-    def _choose_citations(self, messages, claims: list[str], n_passages: int) -> list[str]:
-        """Re-cite every sentence with the likeliest of ``[1]..[n_passages]`` after it."""
+    def _choose_citations(self, messages, claims: list[str], n_passages: int,
+                          before: Sequence[str] = ()) -> list[str]:
+        """Re-cite every sentence with the likeliest of ``[1]..[n_passages]`` after it (and
+        after ``before``: the sentences already re-cited, when streaming)."""
         options = [f" [{n}]" for n in range(1, n_passages + 1)]
-        done: list[str] = []
+        done: list[str] = list(before)
         for claim in claims:
             bare = _CITE.sub("", claim).rstrip(" .") or claim
             prefix = " ".join(done + [bare])
             n = int(np.argmax(self.llm.score(messages, options, prefix=prefix))) + 1
             done.append(f"{bare} [{n}].")
-        return done
+        return done[len(before):]
 
     def _verify(self, claims: list[str], passages: Sequence[Hit], trace) -> list[str]:
         """Keep the sentences a cited passage backs; re-cite or drop the others."""
@@ -174,3 +205,42 @@ class GenerativeReader(Component):
             checks.append({"claim": claim, "cited": cited, "support": backing})
         trace["checks"] = checks
         return kept
+
+    def _released(self, messages, passages, trace) -> Generator[str, None, str]:
+        """Stream the model's reply, yielding each sentence ``stream`` may release (the same
+        citation choice and ``_verify`` as ``read``, one final sentence at a time — and the
+        rest once the reply has ended); return the whole reply, which ``_read`` then checks
+        exactly as ``read`` does."""
+        reply, seen, chosen = "", 0, []
+        released = trace["released"] = []
+        open_ = self.min_support is not None         # unverified text is never released
+        pieces = stream_reply(self.llm, messages, self.max_new_tokens, self.stop)
+        for piece in chain(pieces, [None]):          # None: the reply has ended
+            if piece is not None:
+                reply += piece
+            if not open_:
+                continue
+            final = split_claims(reply) if piece is None else _final_claims(reply)
+            for claim in final[seen:]:
+                if self.scored_citations and self._can_score():
+                    claim = self._choose_citations(messages, [claim], len(passages), chosen)[0]
+                    chosen.append(claim)
+                kept = self._verify([claim], passages, {})
+                if not kept:
+                    continue                          # dropped, as read drops it
+                if not parse_citations(kept[0], passages).valid:
+                    open_ = False                     # flagged: hold the rest for the verdict
+                    break
+                yield (" " if released else "") + kept[0]
+                released.append(kept[0])
+            seen = len(final)
+        return reply
+
+def _final_claims(reply: str) -> list[str]:
+    """The claims (``split_claims``) of a reply still being written that no later text can
+    change: all but the last — and all but the last two when the last sentence begins with
+    ``[``, since citation marks that open a sentence belong to the claim before it."""
+    claims = split_claims(reply)
+    last = sentences(" ".join(reply.split()))[-1:]
+    open_ = 2 if last and last[0].startswith("[") else 1
+    return claims[:max(0, len(claims) - open_)]

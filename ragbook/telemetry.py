@@ -1,0 +1,129 @@
+"""OpenTelemetry spans for each question the pipeline answers — when ``opentelemetry-api`` is
+installed; without it, ``emit`` does nothing (the import is tried on each call, so the
+package never needs it).
+
+One span per question, ``ragbook.ask``, with one child per trace stage (``ragbook.condense``,
+``ragbook.dense``, ``ragbook.bm25``, ``ragbook.fuse``, ``ragbook.rerank``, ``ragbook.read``,
+``ragbook.decide`` — whatever stages the ``Result``'s trace holds), carrying what the JSONL
+trace line carries: the ids and scores a stage passed on, their count, its seconds and its
+``detail`` (``ragbook.detail.<key>``; a value that is not a string, number, bool or a list of
+one of those is written as JSON). The question span carries the question, the condensed
+question, whether it escalated and why, and the answer's sources and scores.
+
+The stages are timed inside the pipeline (``Stage.seconds``), and the spans are written when
+the question is done, from its trace: the stages ran one after another, so they are laid end
+to end, the last ending now. Where the spans go is the application's choice — configure a
+``TracerProvider`` with an exporter (OTLP, console, the SDK's ``InMemorySpanExporter``) as
+usual; with none configured the API's default tracer drops them.
+
+>>> from opentelemetry import trace                                  # doctest: +SKIP
+>>> from opentelemetry.sdk.trace import TracerProvider
+>>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor, ConsoleSpanExporter
+>>> provider = TracerProvider()
+>>> provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+>>> trace.set_tracer_provider(provider)
+>>> pipeline.ask("How long is the refund window?")    # prints ragbook.ask and its stages
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["emit", "stage_attributes"]
+
+_PRIMITIVE = (str, bool, int, float)
+
+
+def _value(value: Any) -> Any:
+    """``value`` as an OpenTelemetry attribute value: a str, bool, int or float, or a list of
+    one type of those (ints among floats become floats); anything else (None, a dict, a
+    mixed list) as its JSON text."""
+    if isinstance(value, _PRIMITIVE):
+        return value
+    items = list(value) if isinstance(value, (list, tuple)) else None
+    if items and all(isinstance(v, str) for v in items):
+        return items
+    if items and all(isinstance(v, bool) for v in items):
+        return items
+    if items and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        return items if all(isinstance(v, int) for v in items) else [float(v) for v in items]
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def stage_attributes(stage) -> dict[str, Any]:
+    """The span attributes of one trace ``Stage``: ``ragbook.stage``, ``ragbook.seconds``,
+    ``ragbook.ids``, ``ragbook.scores``, ``ragbook.count`` (the ids it recorded, or its
+    ``count`` detail when it passed on more) and ``ragbook.detail.<key>`` per detail.
+
+    >>> from ragbook.types import Stage
+    >>> stage_attributes(Stage("bm25", 0.002, ("a", "b"), (3.5, 1.25), {"count": 7}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'ragbook.stage': 'bm25', 'ragbook.seconds': 0.002, 'ragbook.ids': ['a', 'b'],
+     'ragbook.scores': [3.5, 1.25], 'ragbook.count': 7, 'ragbook.detail.count': 7}
+    """
+    detail = dict(stage.detail or {})
+    out: dict[str, Any] = {"ragbook.stage": stage.name, "ragbook.seconds": float(stage.seconds)}
+    if stage.ids:
+        out["ragbook.ids"] = [str(i) for i in stage.ids]
+    if stage.scores:
+        out["ragbook.scores"] = [float(s) for s in stage.scores]
+    count = detail.get("count", len(stage.ids))
+    out["ragbook.count"] = count if isinstance(count, int) else len(stage.ids)
+    for key, value in detail.items():
+        out[f"ragbook.detail.{key}"] = _value(value)
+    return out
+
+
+def _question_attributes(result) -> dict[str, Any]:
+    out = {"ragbook.question": result.question, "ragbook.condensed": result.condensed,
+           "ragbook.escalated": result.escalated,
+           "ragbook.sources": [h.id for h in result.sources],
+           "ragbook.answer_scores": [float(s) for s in result.answer.scores],
+           "ragbook.candidates": len(result.candidates),
+           "ragbook.stages": len(result.trace)}
+    if result.reason is not None:
+        out["ragbook.reason"] = result.reason
+        out["ragbook.detail"] = result.detail
+    return {k: v for k, v in out.items() if v != []}
+
+
+def _tracer():
+    """The ``ragbook`` tracer of the global provider, or None without ``opentelemetry-api``."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    from . import __version__
+
+    return trace.get_tracer("ragbook", __version__)
+
+
+def emit(result, end_ns: int | None = None) -> bool:
+    """Write ``result``'s spans (a ``pipeline.Result``: the question span and one per stage
+    of its trace, laid end to end and ending at ``end_ns``, default now). Returns False, and
+    does nothing, when ``opentelemetry-api`` is not installed."""
+    tracer = _tracer()
+    if tracer is None:
+        return False
+    end = time.time_ns() if end_ns is None else end_ns
+    stages: Sequence = result.trace
+    start = end - sum(int(s.seconds * 1e9) for s in stages)
+    root = tracer.start_span("ragbook.ask", start_time=start,
+                             attributes=_question_attributes(result))
+    try:
+        from opentelemetry import trace
+
+        context = trace.set_span_in_context(root)
+        at = start
+        for stage in stages:
+            until = at + int(stage.seconds * 1e9)
+            span = tracer.start_span(f"ragbook.{stage.name}", context=context, start_time=at,
+                                     attributes=stage_attributes(stage))
+            span.end(end_time=until)
+            at = until
+    finally:
+        root.end(end_time=end)
+    return True
+

@@ -1,0 +1,343 @@
+"""Streamed answers (issue 22): the endpoint backend reads server-sent events, ``ChatServer``
+sends them, and the generative reader and the pipeline stream — releasing only sentences
+that passed their checks, and ending with the same checked answer as the non-streaming call.
+
+The chat model is scripted (a test double of the *model*: its reply follows a fixed rule
+from the passages in the prompt, sent in 3-character pieces as an endpoint's deltas arrive);
+the reader, pipeline, server and client under test are the real ones, on the real help
+centre. One slow test streams the real offline model (SmolLM2)."""
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
+from ragbook.chunking import chunk_documents
+from ragbook.llm import (
+    LLMResponseError,
+    LocalLLM,
+    OpenAICompatibleLLM,
+    Streamed,
+    _cut,
+    _tidy,
+    stream_reply,
+)
+from ragbook.pipeline import Pipeline
+from ragbook.readers import GenerativeReader, split_claims, support
+from ragbook.readers.generative import _final_claims
+from ragbook.server import ChatServer
+from ragbook.text import sentences
+from ragbook.types import Hit
+
+HC = load_helpcentre()
+MESSAGES = [{"role": "user", "content": "Name the capital of France in one word."}]
+_PASSAGE = re.compile(r'<passage n="(\d+)" source="[^"]*">\n(.*?)\n</passage>', re.DOTALL)
+
+
+class Quoting:
+    """A scripted chat backend. Its reply is built from the prompt's passages by ``mode``:
+    ``quote`` (a sentence of passage 1 [1], then one of passage 2 [2]), ``abstain``
+    (NOT_IN_CONTEXT), ``invented`` (a sentence no passage backs), ``mixed`` (quote, an
+    invented sentence, quote: the middle one must be dropped), ``bad_cite`` (the second
+    sentence also cites a passage that does not exist). ``stream`` sends it in 3-character
+    pieces and counts what it has sent (``sent``), so a test can see *when* text came out."""
+
+    def __init__(self, mode: str):
+        self.mode, self.sent, self.pieces, self.calls = mode, 0, 0, 0
+
+    def reply(self, messages) -> str:
+        passages = {int(n): text for n, text in _PASSAGE.findall(messages[-1]["content"])}
+
+        def quote(n: int) -> str:
+            said = [s for s in sentences(passages[n]) if len(s.split()) >= 5
+                    and s.endswith(".") and not s.startswith(("#", "-", "|"))]
+            return (said[0] if said else passages[n].split("\n")[-1]).rstrip(".")
+
+        return {"quote": f"{quote(1)} [1]. {quote(2)} [2].",
+                "abstain": "NOT_IN_CONTEXT",
+                "invented": "Refunds are paid in gold bars within 45 minutes [1].",
+                "mixed": f"{quote(1)} [1]. The moon is made of green cheese [2]. "
+                         f"{quote(2)} [2].",
+                "bad_cite": f"{quote(1)} [1]. {quote(2)} [2] [7]."}[self.mode]
+
+    def generate(self, messages, max_new_tokens=None, stop=()):
+        self.calls += 1
+        return self.reply(messages)
+
+    def stream(self, messages, max_new_tokens=None, stop=()):
+        self.calls += 1
+        text = self.reply(messages)
+        self.sent, self.pieces = 0, -(-len(text) // 3)
+        for i in range(0, len(text), 3):
+            self.sent += 1
+            yield text[i:i + 3]
+
+
+def reader(llm, **settings) -> GenerativeReader:
+    return GenerativeReader(llm, keep=3, scored_citations=False, **settings)
+
+
+def same(a, b) -> None:
+    """Two pipeline Results agree in everything but the trace's timings."""
+    da, db = a.to_dict(), b.to_dict()
+    for d in (da, db):
+        for stage in d["trace"]:
+            stage.pop("seconds")
+    assert da == db
+
+
+@pytest.fixture(scope="module")
+def hybrid():
+    chunks = chunk_documents(HC.documents, size=256, overlap=32)
+    return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
+
+
+QUESTIONS = [q for q in HC.questions if q.category == "paraphrase"][:3]
+
+
+# -- the pieces add up to the whole reply ---------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=" \n.ab[1]", max_size=40), st.lists(st.integers(1, 40), max_size=8),
+       st.sampled_from([(), ("\n\n",), ("]", "b."), ("\n",)]))
+def test_tidy_pieces_join_to_what_generate_returns(raw, cuts, stop):
+    bounds = sorted({min(c, len(raw)) for c in cuts})
+    pieces = [raw[a:z] for a, z in zip([0, *bounds], [*bounds, len(raw)], strict=True)]
+    assert "".join(_tidy(pieces, stop)) == _cut(raw, stop).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Refunds take 14 days", "[1]", "[2]", ".", " ", "It is",
+                                 "done", "!", "[", "1", "]", "e.g.", "Refunds take 14 days."]),
+                max_size=14))
+@example(["Refunds take 14 days.", " ", "[", "1", "]", " ", "done"])   # "[" opens a mark
+@example(["It is", " ", "done", ".", " ", "[2]", ".", " ", "It is", " ", "done", "."])
+def test_a_released_claim_is_never_changed_by_later_text(parts):
+    """The safety property streaming rests on: the claims ``_final_claims`` calls final in
+    any prefix of a reply are exactly the first claims of the whole reply (holding only the
+    last claim fails the first example: "A. [" would release "A." before "[1]" joins it)."""
+    reply = "".join(parts)
+    whole = split_claims(reply)
+    for end in range(len(reply) + 1):
+        final = _final_claims(reply[:end])
+        assert final == whole[:len(final)], (reply[:end], final, whole)
+
+
+# -- the reader ------------------------------------------------------------------------------
+CONTEXT = ("Refunds are issued within 14 days of the request. Enterprise contracts carry a "
+           "30-day refund window.")
+
+
+def hits():
+    return [Hit("refund", 0.9, 1, doc_id="billing-refund-policy", text=CONTEXT),
+            Hit("office", 0.5, 2, doc_id="office",
+                text="Our office is closed on Sundays. Support answers chats every weekday.")]
+
+
+@pytest.mark.parametrize("mode, released, reason", [
+    ("quote", 2, None), ("abstain", 0, "not_in_context"), ("invented", 0, "unsupported"),
+    ("mixed", 2, None), ("bad_cite", 1, "invalid_citation")])
+def test_reader_stream_ends_with_the_answer_read_gives(mode, released, reason):
+    llm = Quoting(mode)
+    streamed = reader(llm).stream("How long do refunds take?", hits())
+    assert isinstance(streamed, Streamed)
+    pieces = list(streamed)
+    answer = streamed.result
+    assert answer == reader(Quoting(mode)).read("How long do refunds take?", hits())
+    assert answer.reason == reason
+    shown = "".join(pieces)
+    assert (answer.text or "").startswith(shown) and len(pieces) == released
+    for claim in split_claims(shown):        # every released sentence is backed by a passage
+        assert max(support(claim, h.text) for h in hits()) >= 0.5
+    assert "cheese" not in shown and "[7]" not in shown and "NOT_IN_CONTEXT" not in shown
+
+
+def test_reader_releases_a_sentence_before_the_model_has_finished():
+    llm = Quoting("quote")
+    streamed = reader(llm).stream("How long do refunds take?", hits())
+    pieces, when = [], []
+    for piece in streamed:
+        pieces.append(piece)
+        when.append(llm.sent)
+    assert when[0] < llm.pieces              # the first sentence went out mid-reply
+    assert "".join(pieces) == streamed.result.text and streamed.result.reason is None
+
+
+def test_reader_streams_nothing_unverified_when_verification_is_off():
+    streamed = reader(Quoting("quote"), min_support=None).stream("refunds?", hits())
+    assert list(streamed) == [] and streamed.result.text.endswith("[2].")
+
+
+# -- the pipeline, on the help centre --------------------------------------------------------
+@pytest.mark.parametrize("mode", ["quote", "abstain", "invented", "mixed", "bad_cite"])
+def test_pipeline_stream_gives_the_result_ask_gives(hybrid, mode):
+    for q in QUESTIONS:
+        streamed = Pipeline(hybrid, reader=reader(Quoting(mode))).stream(q.text)
+        pieces = list(streamed)
+        asked = Pipeline(hybrid, reader=reader(Quoting(mode))).ask(q.text)
+        same(streamed.result, asked)
+        if mode == "abstain":
+            assert asked.reason == "reader_abstained"
+        if mode in ("quote", "mixed"):       # answered, the first sentence before the end
+            assert not asked.escalated and len(pieces) >= 2
+        if asked.escalated:                  # nothing was verified, so nothing was shown
+            assert pieces == []
+        else:
+            assert "".join(pieces) == asked.answer.text
+
+
+def test_pipeline_escalation_before_reading_streams_nothing_and_calls_no_model(hybrid):
+    llm = Quoting("quote")
+    strict = Pipeline(hybrid, reader=reader(llm), min_confidence=0.99,
+                      min_confidence_kind="cosine")
+    streamed = strict.stream(QUESTIONS[0].text)
+    assert list(streamed) == [] and streamed.result.reason == "low_confidence"
+    assert llm.calls == 0
+    same(streamed.result, strict.ask(QUESTIONS[0].text))
+
+
+def test_pipeline_stream_of_an_extractive_reader_is_the_answer_at_the_end(hybrid):
+    p = Pipeline(hybrid)
+    streamed = p.stream(QUESTIONS[0].text)
+    pieces = list(streamed)
+    same(streamed.result, p.ask(QUESTIONS[0].text))
+    assert pieces == ([streamed.result.answer.text] if not streamed.result.escalated else [])
+
+
+def test_pipeline_stream_writes_the_same_trace_line(hybrid, tmp_path):
+    path = tmp_path / "trace.jsonl"
+    p = Pipeline(hybrid, reader=reader(Quoting("mixed")), trace_path=path)
+    streamed = p.stream(QUESTIONS[1].text)
+    list(streamed)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["answer"] == streamed.result.answer.text
+
+
+# -- over HTTP: ChatServer streams, OpenAICompatibleLLM reads the stream ------------------------
+def test_pipeline_streams_end_to_end_over_http(hybrid):
+    backend = Quoting("mixed")
+    with ChatServer(backend) as server:
+        llm = OpenAICompatibleLLM(server.base_url, "local")
+        p = Pipeline(hybrid, reader=reader(llm))
+        for q in QUESTIONS:
+            streamed = p.stream(q.text)
+            pieces = list(streamed)
+            same(streamed.result, Pipeline(hybrid, reader=reader(Quoting("mixed"))).ask(q.text))
+            assert "".join(pieces) == streamed.result.answer.text and len(pieces) >= 2
+
+
+def test_endpoint_stream_equals_generate_and_arrives_in_pieces():
+    class Fixed(Quoting):
+        def reply(self, messages):
+            return "  Paris is the capital [1].\n\nIgnored after the stop."
+
+    with ChatServer(Fixed("quote")) as server:
+        llm = OpenAICompatibleLLM(server.base_url, "local")
+        pieces = list(llm.stream(MESSAGES, stop=["\n\n"]))
+        assert "".join(pieces) == llm.generate(MESSAGES, stop=["\n\n"]) == \
+            "Paris is the capital [1]."
+        assert len(pieces) > 3
+
+
+def test_a_backend_without_stream_is_served_as_one_piece():
+    class Plain:
+        def generate(self, messages, max_new_tokens=None, stop=()):
+            return "Paris."
+
+    assert list(stream_reply(Plain(), MESSAGES)) == ["Paris."]
+    with ChatServer(Plain()) as server:
+        assert list(OpenAICompatibleLLM(server.base_url, "local").stream(MESSAGES)) == ["Paris."]
+
+
+def test_a_backend_failing_mid_stream_is_an_error_not_a_short_answer():
+    class Failing:
+        def generate(self, messages, max_new_tokens=None, stop=()):
+            return "Paris."
+
+        def stream(self, messages, max_new_tokens=None, stop=()):
+            yield "Paris is"
+            raise RuntimeError("out of memory")
+
+    with ChatServer(Failing()) as server:
+        llm = OpenAICompatibleLLM(server.base_url, "local")
+        with pytest.raises(LLMResponseError, match="failed mid-stream.*out of memory"):
+            list(llm.stream(MESSAGES))
+        assert llm.generate(MESSAGES) == "Paris."   # the generation lock was released
+
+
+def sse_server(body: bytes, content_type: str = "text/event-stream"):
+    """A bare HTTP server on 127.0.0.1 answering every POST with ``body``: streams no real
+    chat-completions server should send."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def chunk(text):
+    return b"data: " + json.dumps({"choices": [{"delta": {"content": text}}]}).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("body, content_type, expected", [
+    (chunk("Par") + chunk("is.") + b"data: [DONE]\n\n", "text/event-stream", ["Par", "is."]),
+    (b": keep-alive\n\n" + chunk("Paris.") + b'data: {"choices": [{"delta": {}, '
+     b'"finish_reason": "stop"}]}\n\n', "text/event-stream", ["Paris."]),
+    (json.dumps({"choices": [{"message": {"content": "Paris."}}]}).encode(),
+     "application/json", ["Paris."]),
+    (chunk("Par"), "text/event-stream", "ended before 'data: \\[DONE\\]'"),
+    (chunk("Par") + b'data: {"error": {"message": "overloaded"}}\n\n', "text/event-stream",
+     "failed mid-stream.*overloaded"),
+    (chunk("Par") + b"data: <html>\n\n", "text/event-stream", "not a chat-completion chunk"),
+])
+def test_endpoint_streams_are_read_or_refused_by_name(body, content_type, expected):
+    httpd = sse_server(body, content_type)
+    try:
+        host, port = httpd.server_address[:2]
+        llm = OpenAICompatibleLLM(f"http://{host}:{port}/v1", "m", max_retries=0)
+        if isinstance(expected, list):
+            assert list(llm.stream(MESSAGES)) == expected
+        else:
+            with pytest.raises(LLMResponseError, match=expected):
+                list(llm.stream(MESSAGES))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_chat_server_refuses_a_stream_flag_that_is_not_a_bool():
+    import urllib.error
+    import urllib.request
+
+    with ChatServer(Quoting("quote")) as server:
+        req = urllib.request.Request(server.base_url + "/chat/completions", data=json.dumps(
+            {"messages": MESSAGES, "stream": "yes"}).encode(),
+            headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+        assert err.value.code == 400 and "'stream' must be true" in err.value.read().decode()
+
+
+# -- the real offline model --------------------------------------------------------------------
+@pytest.mark.slow
+def test_local_model_streams_what_it_generates_and_serves_it_over_http():
+    llm = LocalLLM(max_new_tokens=24, cache=False)
+    pieces = list(llm.stream(MESSAGES, stop=["\n\n"]))
+    whole = llm.generate(MESSAGES, stop=["\n\n"])
+    assert "".join(pieces) == whole and whole and len(pieces) > 1
+    with ChatServer(llm) as server:
+        remote = OpenAICompatibleLLM(server.base_url, "local", timeout=120)
+        assert "".join(remote.stream(MESSAGES, max_new_tokens=24, stop=["\n\n"])) == whole
