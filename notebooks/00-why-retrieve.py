@@ -24,6 +24,12 @@
 # alternative the rest of the book builds — **retrieve a few candidates, then read only
 # those** — and shows why the two stages are judged by different numbers.
 
+# %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=0)
+
 # %% [markdown]
 # ## The corpus we are pricing
 #

@@ -22,6 +22,12 @@
 # the offline encoder, all-MiniLM-L6-v2.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=1)
+
+# %%
 import re
 
 import matplotlib.pyplot as plt
@@ -174,6 +180,16 @@ for overlap in (0, 16):
     for c in near:
         print(f"   [{c.start}:{c.end}] ...{c.text[-70:]!r}" if c.start < span[0] else
               f"   [{c.start}:{c.end}] {c.text[:70]!r}...")
+
+# %%
+# the same cut drawn on the text: one bar per chunk (size 64, overlap 16); where two bars
+# run under the same characters, those tokens are in both chunks
+from ragbook.figures import chunk_boundaries
+
+chunks = RecursiveSplitter(size=64, overlap=16).split(doc)
+near = [c for c in chunks if c.end > span[0] and c.start < span[1]]
+lo, hi = near[0].start, near[-1].end
+_ = chunk_boundaries(doc.text[lo:hi], [(c.start - lo, c.end - lo) for c in near])
 
 # %% [markdown]
 # Without overlap, one chunk ends with the lead-in and the next starts with "Starter and

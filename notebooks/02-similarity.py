@@ -22,6 +22,12 @@
 # length-blind goes wrong, and ends with the recipe every vector index uses.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=2)
+
+# %%
 import time
 
 import numpy as np
@@ -183,12 +189,14 @@ print(f"cosine with norms each time: {t_cos * 1e3:.3f} ms; inner product on norm
 # rankings are `ragbook.widgets.similarity_rankings`, called on the vectors you set.
 
 # %%
+from ragbook.figures import vectors_2d
 from ragbook.widgets import polar, similarity_playground, similarity_rankings
 
 query = polar(30, 1.0)
 docs = [polar(40, 0.6), polar(80, 3.0), polar(10, 1.5)]
 for metric, order in similarity_rankings(query, docs).items():   # the default state
     print(f"{metric:10s} " + " > ".join("ABC"[i] for i in order))
+_ = vectors_2d(query, docs)   # the default state as a picture; the sliders below redraw it
 similarity_playground()
 
 # %% [markdown]

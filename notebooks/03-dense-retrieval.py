@@ -26,6 +26,12 @@
 # and *train* (Python FAQ) questions and leave the test splits for chapter 4.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=3)
+
+# %%
 import time
 
 import matplotlib.pyplot as plt

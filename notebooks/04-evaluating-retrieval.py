@@ -26,6 +26,12 @@
 # category, and as a regression test that CI runs.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=4)
+
+# %%
 import json
 from pathlib import Path
 

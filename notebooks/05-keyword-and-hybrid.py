@@ -22,6 +22,12 @@
 # helps and where, as on the Python docs, it hurts.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=5)
+
+# %%
 import math
 from collections import Counter
 
@@ -34,6 +40,7 @@ from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import compare_runs, evaluate, format_table, run_from_hits
+from ragbook.figures import rrf_arithmetic
 from ragbook.fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
 
 hc, py = load_helpcentre(), load_pydocs()
@@ -171,8 +178,7 @@ print("from scratch == BM25Index;", [(chunks[i].id, round(float(mine[i]), 2)) fo
 def channel_runs(hybrid, questions, depth=100):
     dense, keyword = {}, {}
     for qid, text in questions:
-        d, k = hybrid.channels(text)
-        dense[qid], keyword[qid] = d, k
+        dense[qid], keyword[qid] = hybrid.channels(text)
     return dense, keyword
 
 
@@ -223,16 +229,17 @@ for c in sorted({cat[q] for q in qrels}):
 # ## RRF from scratch
 #
 # Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) ignores scores and adds, for
-# each list a document appears in, $1 / (k + \text{rank})$ with ranks from 1 and $k = 60$.
-# A document both lists like rises; one only one list likes survives; one neither ranks
-# stays down.
+# each list a document appears in, $1 / (\text{rrf\_k} + \text{rank})$ with ranks from 1
+# and the constant $\text{rrf\_k} = 60$ (the paper calls it $k$; in ragbook `k` is always a
+# result count, so the constant is `rrf_k` in code and prose alike). A document both lists
+# like rises; one only one list likes survives; one neither ranks stays down.
 
 # %%
-def rrf_from_scratch(rankings, k=60):
+def rrf_from_scratch(rankings, rrf_k=60):
     score = Counter()
     for ranking in rankings:
         for rank, doc in enumerate(ranking, 1):
-            score[doc] += 1 / (k + rank)
+            score[doc] += 1 / (rrf_k + rank)
     return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -240,11 +247,12 @@ dense_list, bm25_list = ["both", "dense-only", "x"], ["y", "bm25-only", "both"]
 for doc, s in rrf_from_scratch([dense_list, bm25_list]):
     print(f"{doc:11s} {s:.5f}")
 print(f"'both' = 1/61 + 1/63 = {1 / 61 + 1 / 63:.5f}")
+_ = rrf_arithmetic(dense_list, bm25_list, rrf_k=60)   # the same sums, drawn
 
 q = hc.split("test")[5].standalone
-d, k = hc_hybrid.channels(q)
-ours = reciprocal_rank_fusion([d, k])
-scratch = rrf_from_scratch([[h.id for h in d], [h.id for h in k]])
+d, b = hc_hybrid.channels(q)                           # dense hits, BM25 hits
+ours = reciprocal_rank_fusion([d, b])
+scratch = rrf_from_scratch([[h.id for h in d], [h.id for h in b]])
 assert [h.id for h in ours] == [doc for doc, _ in scratch]
 print("from scratch == ragbook.fusion.reciprocal_rank_fusion on a real query")
 
@@ -261,13 +269,13 @@ rescues = []
 for q in hc.questions:
     if not q.gold:
         continue
-    d, k = hc_hybrid.channels(q.standalone)
-    fused = reciprocal_rank_fusion([d, k], k=50)
+    d, b = hc_hybrid.channels(q.standalone)
+    fused = reciprocal_rank_fusion([d, b], k=50)       # k: how many fused hits to keep
     for g in q.gold:
         if g not in {h.doc_id for h in d} and first_rank(fused, {g}):
             rescues.append(q.id)
             print(f"{q.id} ({q.split}): {q.text!r}\n   gold {g}: dense top 100 -> absent, "
-                  f"bm25 rank {first_rank(k, {g})}, fused rank {first_rank(fused, {g})}")
+                  f"bm25 rank {first_rank(b, {g})}, fused rank {first_rank(fused, {g})}")
 
 # %% [markdown]
 # Arithmetic says how far down such a rescue can come from. Take two lists that do not
@@ -284,7 +292,7 @@ print(f"BM25 rank {bm25_rank}: RRF score 1/{rrf_k + bm25_rank} = {1 / (rrf_k + b
 # With lists that share no document, the rank-30 document misses a fused top 50; with
 # partly agreeing lists (the usual case) fewer documents sit above it and it gets in. That
 # is why channels are fetched deep (~100) and fused to ~50 rather than fused at 10. How
-# much depth (and RRF's k) matters here — every cell below is one fusion of the lists
+# much depth (and the constant `rrf_k`) matters here — every cell below is one fusion of the lists
 # already fetched, so the whole grid costs no new retrieval:
 
 # %%
@@ -293,9 +301,9 @@ from ragbook.widgets import FusionGrid, fusion_explorer
 grids = {name: FusionGrid({q: (channels[name][0][q], channels[name][1][q]) for q in channels[name][0]},
                           sets[name][2]) for name in sets}
 RRF_KS, DEPTHS = (0, 1, 5, 10, 30, 60, 100, 300), (5, 10, 25, 50, 100)   # the explorer's options
-grid_stats = {name: {(k, depth): g.stats(k, depth) for k in RRF_KS for depth in DEPTHS}
+grid_stats = {name: {(rrf_k, depth): g.stats(rrf_k, depth) for rrf_k in RRF_KS for depth in DEPTHS}
               for name, g in grids.items()}
-print(f"{'depth':>5s} | {'help centre R@5 / MRR':>22s} | {'python docs R@5 / MRR':>22s}   (RRF k = 60)")
+print(f"{'depth':>5s} | {'help centre R@5 / MRR':>22s} | {'python docs R@5 / MRR':>22s}   (rrf_k = 60)")
 for depth in DEPTHS:
     a, b = grid_stats["help centre"][60, depth], grid_stats["python docs"][60, depth]
     print(f"{depth:5d} | {a['recall@5']:10.3f} / {a['mrr@10']:.3f} | {b['recall@5']:10.3f} / {b['mrr@10']:.3f}")
@@ -304,30 +312,30 @@ for depth in DEPTHS:
 dense_mrr = {name: evaluate(sets[name][2], run_from_hits(channels[name][0]), "mrr@10") for name in sets}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
 for ax, name in zip(axes, grid_stats, strict=True):
-    m = np.array([[grid_stats[name][k, depth]["mrr@10"] for depth in DEPTHS] for k in RRF_KS])
+    m = np.array([[grid_stats[name][rrf_k, depth]["mrr@10"] for depth in DEPTHS] for rrf_k in RRF_KS])
     im = ax.imshow(m, cmap="viridis", aspect="auto")
     for i in range(len(RRF_KS)):
         for j in range(len(DEPTHS)):
             ax.text(j, i, f"{m[i, j]:.3f}", ha="center", va="center", fontsize=7,
                     color="white" if m[i, j] < (m.min() + m.max()) / 2 else "black")
     ax.set_xticks(range(len(DEPTHS)), DEPTHS), ax.set_yticks(range(len(RRF_KS)), RRF_KS)
-    ax.set_xlabel("channel depth"), ax.set_ylabel("RRF k")
+    ax.set_xlabel("channel depth"), ax.set_ylabel("rrf_k")
     ax.set_title(f"{name} test: fused MRR@10 (dense alone {dense_mrr[name]:.3f})", fontsize=9)
     fig.colorbar(im, ax=ax, shrink=0.8)
 plt.tight_layout()
 plt.show()
 for name, cells in grid_stats.items():
     mrrs = [c["mrr@10"] for c in cells.values()]
-    print(f"{name:12s}: fused MRR@10 over the grid {min(mrrs):.3f}-{max(mrrs):.3f}; at k = 60, depth 100 "
+    print(f"{name:12s}: fused MRR@10 over the grid {min(mrrs):.3f}-{max(mrrs):.3f}; at rrf_k = 60, depth 100 "
           f"{cells[60, 100]['mrr@10']:.3f}; dense alone {dense_mrr[name]:.3f}")
 
 # %% [markdown]
-# At the standard k = 60 the depth barely moves the averages on our corpora (the
+# At the standard rrf_k = 60 the depth barely moves the averages on our corpora (the
 # differences are within the noise); what deep channels buy is the occasional rescue, like
 # the one above, which an average hides. The grid adds two readings. On the help centre
-# every cell is above dense alone, and the small RRF k values (which make a first place
+# every cell is above dense alone, and the small `rrf_k` values (which make a first place
 # count for more than a mere presence in a list) score highest with deep channels. On the
-# Python docs no cell reaches dense alone: no k and no depth rescues an equal-weight fusion
+# Python docs no cell reaches dense alone: no `rrf_k` and no depth rescues an equal-weight fusion
 # with a weak channel. Both grids are measured on the test questions, so they are leads to
 # confirm on dev or train, not settings to adopt; the next section chooses a setting the
 # right way.
@@ -336,7 +344,7 @@ for name, cells in grid_stats.items():
 #
 # The dense channel always returns `depth` results, however weak the match; on a corpus
 # with fewer chunks than that it returns *every* chunk. Then every chunk BM25 finds also
-# collects a dense vote, and RRF — whose k = 60 flattens the difference between rank 1
+# collects a dense vote, and RRF — whose rrf_k = 60 flattens the difference between rank 1
 # and rank 10 — rewards being in both lists more than being first in one: dense's clear
 # first can fall below chunks that both channels rank only middling.
 # A tiny corpus shows it: one labelled question's gold article and the three articles
@@ -481,7 +489,7 @@ except IndexDriftError as err:
     print("IndexDriftError:", err)
 
 # %% [markdown]
-# ## Try it: RRF's k and the channel depth
+# ## Try it: `rrf_k` and the channel depth
 #
 # Small k makes the top ranks of each list dominate; large k flattens the contributions
 # towards a vote count. Depth is how far down each channel is read.
@@ -495,7 +503,7 @@ fusion_explorer(grids["help centre"])
 #
 # You built BM25 and RRF from scratch and checked both against `ragbook`, found where each
 # channel fails on our own questions, measured dense, BM25 and hybrid on both test splits,
-# mapped fusion over RRF's k and the channel depth, saw fusion demote a correct top hit,
+# mapped fusion over `rrf_k` and the channel depth, saw fusion demote a correct top hit,
 # chose a BM25 weight on train, and watched a score blend drift when the corpus grew. The
 # chapter's numbers, printed from the variables above (offline profile, all-MiniLM-L6-v2):
 

@@ -32,6 +32,12 @@
 # overlapping window under the bi-encoder. Every number below says which reranker made it.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=6)
+
+# %%
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -54,6 +60,50 @@ hc_hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
 py_hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(py.documents)
 reranker = CrossEncoderReranker()          # the cross_encoder role of the active profile, loaded once
 RERANKER = f"{spec.name} ({profile} profile)"
+
+# %% [markdown]
+# ## What a cross-encoder reads
+#
+# The picture first: a bi-encoder turns question and passage into two vectors apart and
+# compares them with one cosine, so every passage vector can be computed before any question
+# arrives. A cross-encoder takes the *pair* as one input and returns one number.
+
+# %%
+from ragbook.figures import encoder_kinds
+
+_ = encoder_kinds()
+
+# %% [markdown]
+# Now the real input. BERT-style models read a pair as `[CLS] question [SEP] passage [SEP]`,
+# and `token_type_ids` tell the model which segment each token belongs to (0: question,
+# 1: passage); inside, every question token attends to every passage token. The network
+# below is the cross-encoder's architecture built from the packaged MiniLM weights with a
+# new, untrained one-number head — its score is random, so only the *shapes* are the lesson
+# here; the trained offline stand-ins come next.
+
+# %%
+import torch
+from transformers import AutoTokenizer, BertForSequenceClassification
+
+pair_q = "Which port does the Hub need to reach the relay?"
+pair_p = ("The Hub talks to the relay, `relay.brightdesk.example`, using MQTT over TLS on "
+          "**TCP port 8883**.")                   # from hardware-hub-err-conn-4021
+base = models.resolve("encoder", "offline").path
+tok = AutoTokenizer.from_pretrained(base)
+pair = tok(pair_q, pair_p, return_tensors="pt")
+tokens = tok.convert_ids_to_tokens(pair["input_ids"][0])
+segments = pair["token_type_ids"][0].tolist()
+print(f"{len(tokens)} tokens in one input:")
+print(" ".join(f"{t}/{s}" for t, s in zip(tokens, segments, strict=True)))
+torch.manual_seed(0)                                   # the new head is random: fix it
+cross, new_weights = models.with_new_head(BertForSequenceClassification, base, num_labels=1)
+with torch.no_grad():
+    logits = cross(**pair).logits
+print(f"cross-encoder output: shape {tuple(logits.shape)} — one logit for the pair "
+      f"({logits.item():+.3f}; untrained weights: {', '.join(new_weights)})")
+qv, pv = encoder.encode_queries([pair_q])[0], encoder.encode_passages([pair_p])[0]
+print(f"bi-encoder output: two vectors of {qv.shape[0]} numbers, compared by one cosine "
+      f"({float(qv @ pv):.3f})")
 
 # %% [markdown]
 # ## Window re-reading, from scratch
@@ -282,7 +332,7 @@ from transformers import AutoTokenizer, BertForSequenceClassification
 
 with tempfile.TemporaryDirectory() as tmp:
     path = models.resolve("encoder", "offline").path
-    BertForSequenceClassification.from_pretrained(path, num_labels=1).save_pretrained(tmp)
+    models.with_new_head(BertForSequenceClassification, path, num_labels=1)[0].save_pretrained(tmp)
     AutoTokenizer.from_pretrained(path).save_pretrained(tmp)
     same_shape = CrossEncoderReranker(CrossEncoder(tmp, device="cpu"))
     sample = sets["help centre"][1][:8]

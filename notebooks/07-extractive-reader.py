@@ -35,6 +35,12 @@
 # its answers mean nothing, and the notebook says so wherever that matters.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=7)
+
+# %%
 import time
 
 import matplotlib.pyplot as plt
@@ -57,11 +63,12 @@ except models.ModelUnavailableError:
 
     torch.manual_seed(0)                      # the untrained head is random: fix it
     spec = models.resolve("encoder")
-    qa_model = BertForQuestionAnswering.from_pretrained(spec.path).eval()
+    qa_model, new_weights = models.with_new_head(BertForQuestionAnswering, spec.path)
     qa_tok = AutoTokenizer.from_pretrained(spec.path)
     TRAINED = False
 print(f"profile: {profile}; QA model: {spec.name}"
-      + ("" if TRAINED else " with an untrained QA head (mechanics only)"))
+      + ("" if TRAINED else f" with an untrained QA head (mechanics only; new weights: "
+                            f"{', '.join(new_weights)})"))
 
 # %% [markdown]
 # ## The span search, from scratch

@@ -31,6 +31,12 @@
 # abstains when merely asked. Every number below names the model that made it.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=8)
+
+# %%
 import json
 import random
 from pathlib import Path

@@ -24,6 +24,12 @@
 # or hands over, with the threshold chosen on one split and reported on another.
 
 # %%
+# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+from ragbook.figures import pipeline_map
+
+stage_map = pipeline_map(chapter=9)
+
+# %%
 import json
 import random
 import tempfile

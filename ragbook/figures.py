@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = ["STAGES", "CHAPTER_STAGES", "pipeline_map", "encoder_kinds", "chunk_boundaries",
-           "rrf_arithmetic"]
+           "rrf_arithmetic", "vectors_2d"]
 
 #: The boxes of the pipeline map, left to right: (name, label).
 STAGES = (("documents", "documents"), ("chunk", "chunk"), ("embed", "embed +\nsimilarity"),
@@ -194,3 +194,24 @@ def rrf_arithmetic(first: Sequence[str], second: Sequence[str], rrf_k: int = 60,
     ax.set_xlim(0, max(x + z for x, z in zip(a, b, strict=True)) * 1.3)
     fig.tight_layout()
     return fig
+
+
+def vectors_2d(query, docs: Sequence, labels: str = "ABC", ax=None):
+    """A query (black) and documents as arrows from the origin in 2-D — chapter 2's toy
+    embeddings, where the angle is the topic and the length is what cosine ignores. Draws
+    on ``ax`` when given (the chapter 2 widget redraws it on every slider move), else on a
+    new figure, which it returns."""
+    plt = _plt()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4, 4))
+    arrows = [(query, "query", "black")] + list(zip(docs, labels, ["C0", "C1", "C2", "C3"],
+                                                    strict=False))
+    for vec, label, color in arrows:
+        ax.annotate("", tuple(vec), (0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        ax.text(*vec, f" {label}", color=color)
+    ax.set_xlim(-4, 4)
+    ax.set_ylim(-0.5, 4.5)
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+    return fig if fig is not None else ax.figure

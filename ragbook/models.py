@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ROLES", "PROFILES", "ModelSpec", "ModelUnavailableError", "active_profile",
-           "resolve", "load", "describe", "cache_dir", "device", "weights_digest", "identity"]
+           "resolve", "load", "describe", "cache_dir", "device", "weights_digest", "identity",
+           "with_new_head"]
 
 log = logging.getLogger("ragbook")
 
@@ -405,3 +406,24 @@ def describe(profile: str | None = None) -> list[dict]:
             rows.append({"role": role, "profile": profile, "model": _MODELS[role][profile][0],
                          "source": f"unavailable: {err}"})
     return rows
+
+
+def with_new_head(model_class, path, **kwargs):
+    """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint that lacks the task
+    head (chapter 6's cross-encoder shape and chapter 7's QA head, both built on the packaged
+    bi-encoder): loaded without transformers' load report and progress bar, and returned
+    with the names of the newly initialised (untrained) weights, so the caller says it in one
+    plain line instead of a table of ANSI-coloured warnings. Seed torch first: a new head is
+    random."""
+    from transformers import logging as hf_logging
+
+    before, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        model, info = model_class.from_pretrained(path, output_loading_info=True, **kwargs)
+    finally:
+        hf_logging.set_verbosity(before)
+        if bars:
+            hf_logging.enable_progress_bar()
+    return model.eval(), tuple(info.get("missing_keys", ()))

@@ -93,7 +93,8 @@ def train_span_reader(cfg: SpanReaderConfig | None = None, progress: bool = True
     base = models.resolve("encoder", "offline").path
     random.seed(cfg.seed), np.random.seed(cfg.seed), torch.manual_seed(cfg.seed)
     tok = AutoTokenizer.from_pretrained(base)
-    model = BertForQuestionAnswering.from_pretrained(base)
+    model, _ = models.with_new_head(BertForQuestionAnswering, base)
+    model.train()
     enc, starts, ends = _features(load_reader_set("all", "train"), tok, cfg)
     ids = torch.tensor(enc["input_ids"])
     mask = torch.tensor(enc["attention_mask"])

@@ -57,3 +57,12 @@ def test_encoder_kinds_draws_both_panels():
     fig = figures.encoder_kinds()
     assert [ax.get_title() for ax in fig.axes] == [
         "bi-encoder: two vectors, compared", "cross-encoder: one pair in, one score out"]
+
+
+def test_vectors_2d_draws_one_arrow_per_vector():
+    from ragbook.widgets import polar
+
+    fig = figures.vectors_2d(polar(30, 1.0), [polar(40, 0.6), polar(80, 3.0)])
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts if t.get_text()]   # arrows are empty annotations
+    assert labels == [" query", " A", " B"] and ax.get_aspect() == 1.0

@@ -33,6 +33,30 @@ def test_rendered_chapter_ran_cleanly(path):
         assert not render.MACHINE_PATH.search(text), f"{path.name}: a machine path in an output"
 
 
+# what a first reader takes for breakage: a tokenizer warning about a text that was only
+# counted, a model load report, terminal colour codes
+NOISE = ("Token indices sequence length", "LOAD REPORT", "\x1b[")
+WIDGETS = ("explorer", "playground", "dashboard", "interact", "Slider", "widgets.")
+
+
+@pytest.mark.parametrize("path", RENDERED, ids=lambda p: p.name)
+def test_rendered_outputs_are_clean(path):
+    """No warning noise in any output, and a widget note only where the cell shows a real
+    widget (a progress bar rendered as 'an interactive widget' is noise too)."""
+    nb = nbformat.read(path, as_version=4)
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        text = check_prose_numbers.outputs_text(cell) + "".join(
+            "".join(o.get("text", "")) for o in cell.outputs)
+        for noise in NOISE:
+            assert noise not in text, f"{path.name} code cell {n}: {noise!r} in its output"
+        notes = [o for o in cell.outputs
+                 if render.WIDGET_NOTE in str(o.get("data", {}).get("text/plain", ""))]
+        if notes:
+            assert any(w in cell.source for w in WIDGETS), (
+                f"{path.name} code cell {n} shows {len(notes)} widget note(s) but displays no "
+                f"widget: a progress bar? (tools/render.py runs kernels without them)")
+
+
 @pytest.mark.parametrize("path", RENDERED, ids=lambda p: p.name)
 def test_every_number_in_prose_was_printed_above(path):
     problems = check_prose_numbers.unprinted(path)

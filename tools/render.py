@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import sys
 import tempfile
@@ -83,8 +84,16 @@ def clean(nb) -> None:
     nb.metadata.pop("widgets", None)
 
 
+# A progress bar is a widget in Jupyter: in a static copy it would be an empty widget note,
+# so the kernels run without them (ours honour tqdm's TQDM_DISABLE, transformers' and the
+# hub's loading bars HF_HUB_DISABLE_PROGRESS_BARS).
+QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
 def render(path: Path, code: str, timeout: int) -> float:
     from nbclient import NotebookClient
+
+    os.environ.update(QUIET)
 
     nb = nbformat.read(path, as_version=4)
     started = time.perf_counter()

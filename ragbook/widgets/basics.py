@@ -179,6 +179,8 @@ def similarity_playground():
     import ipywidgets as W
     import matplotlib.pyplot as plt
 
+    from ..figures import vectors_2d
+
     spec = {"query": (30, 1.0), "A": (40, 0.6), "B": (80, 3.0), "C": (10, 1.5)}
     controls = {}
     for name, (ang, ln) in spec.items():
@@ -194,13 +196,7 @@ def similarity_playground():
         ranks = similarity_rankings(q, docs)
         out.clear_output(wait=True)
         with out:
-            fig, ax = plt.subplots(figsize=(4, 4))
-            arrows = [(q, "query", "black")] + list(zip(docs, "ABC", ["C0", "C1", "C2"],
-                                                        strict=True))
-            for vec, label, color in arrows:
-                ax.annotate("", vec, (0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
-                ax.text(*vec, f" {label}", color=color)
-            ax.set_xlim(-4, 4), ax.set_ylim(-0.5, 4.5), ax.set_aspect("equal"), ax.grid(alpha=.3)
+            vectors_2d(q, docs)
             plt.show()
             for metric, order in ranks.items():
                 print(f"{metric:10s} " + " > ".join("ABC"[i] for i in order))
