@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	# CPU torch first: anything that pulls torch in later then finds it satisfied
 	# (an unpinned torch would fetch a multi-GB CUDA build).
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,milvus]"
+	$(PY) -m pip install -q -e ".[dev,milvus,documents]"
 	$(PY) -m pip install -q --no-deps $(SMOLLM)
 	touch $@
 

@@ -13,6 +13,7 @@ from .cache import Cache, CachedRetriever
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
 from .component import Component, NotBuiltError
 from .condense import LLMCondenser, RuleCondenser
+from .convert import ConversionError, pages_of
 from .cost import Workload
 from .datasets import (
                   generate_tickets,
@@ -58,7 +59,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Answer", "Chunk", "Document", "Hit", "Retrieved", "Stage",
     "Component", "Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
-    "NotBuiltError", "CorruptIndexError",
+    "NotBuiltError", "CorruptIndexError", "ConversionError", "pages_of",
     "Pipeline", "Prepared", "Result", "RuleCondenser", "LLMCondenser", "CachedPipeline",
     "Cache", "CachedRetriever", "RerankedRetriever",
     "Encoder", "PrefixScheme", "PREFIXES", "ModelUnavailableError", "active_profile", "models",

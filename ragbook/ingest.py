@@ -22,18 +22,20 @@ import os
 import warnings
 from pathlib import Path
 
+from .convert import CONVERTERS, MAX_BYTES, ConversionError, convert
 from .datasets import split_front_matter
 from .filters import check_metadata
 from .types import Document
 
 __all__ = ["read_documents", "SUFFIXES"]
 
-SUFFIXES = (".md", ".markdown", ".txt")
+SUFFIXES = (".md", ".markdown", ".txt", *CONVERTERS)  # PDF/HTML/DOCX: ragbook.convert
 _MARKDOWN = (".md", ".markdown")
 
 
-def read_documents(path: str | os.PathLike, follow_links_out: bool = False) -> list[Document]:
-    """The documents under ``path``: a folder, a ``.jsonl`` file, or one Markdown/text file.
+def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
+                   max_bytes: int = MAX_BYTES) -> list[Document]:
+    """The documents under ``path``: a folder, a ``.jsonl`` file, or one file it can read.
 
     **A folder**: every ``*.md``, ``*.markdown`` and ``*.txt`` below it (recursively, sorted;
     hidden files and folders such as ``.git`` are skipped). A document's id is its path
@@ -54,15 +56,24 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False) -> l
 
     A file that is a link to somewhere outside the folder is skipped with a warning (its
     target was not meant to be served); ``follow_links_out=True`` reads it, and says so.
+
+    **PDF, HTML and DOCX** (``.pdf``, ``.html``/``.htm``, ``.docx``; needs
+    ``pip install "ragbook[documents]"``) are converted by ``ragbook.convert``: PDF pages
+    with a page map in ``metadata["page_starts"]`` (``convert.pages_of(hit)``), HTML's main
+    content and Word's paragraphs with ``#`` headings. In a folder, a file that cannot be
+    converted (encrypted, no text layer, corrupt, empty, larger than ``max_bytes``) is
+    skipped with a warning that says why, and one more that counts the skipped files.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{str(path)!r} does not exist; give a folder of "
                                 f"{'/'.join(SUFFIXES)} files or a .jsonl file")
     if path.is_dir():
-        docs = _read_folder(path, follow_links_out)
+        docs = _read_folder(path, follow_links_out, max_bytes)
     elif path.suffix.lower() == ".jsonl":
         docs = _read_jsonl(path)
+    elif path.suffix.lower() in CONVERTERS:
+        docs = [convert(path, path.stem, max_bytes)]
     elif path.suffix.lower() in SUFFIXES:
         docs = [_read_file(path, path.stem)]
     else:
@@ -71,7 +82,7 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False) -> l
     return _drop_blank(docs, path)
 
 
-def _read_folder(root: Path, follow_links_out: bool) -> list[Document]:
+def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Document]:
     files = sorted(p for p in root.rglob("*")
                    if p.suffix.lower() in SUFFIXES and p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(root).parts))
@@ -92,7 +103,7 @@ def _read_folder(root: Path, follow_links_out: bool) -> list[Document]:
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")
-    docs, source = [], {}
+    docs, source, skipped = [], {}, []
     for f in files:
         doc_id = f.relative_to(root).with_suffix("").as_posix()
         if doc_id in source:
@@ -100,8 +111,27 @@ def _read_folder(root: Path, follow_links_out: bool) -> list[Document]:
                              f"{doc_id!r} (ids are paths without the suffix); rename or remove "
                              f"one of them")
         source[doc_id] = f
-        docs.append(_read_file(f, doc_id))
+        if f.suffix.lower() not in CONVERTERS:
+            docs.append(_read_file(f, doc_id))
+            continue
+        try:
+            docs.append(convert(f, doc_id, max_bytes))
+        except ConversionError as err:  # one bad PDF must not stop the index of the rest
+            skipped.append(doc_id)
+            warnings.warn(f"skipped: {err}", stacklevel=3)
+    if skipped:
+        _skipped(skipped, len(files), root)
     return docs
+
+
+def _skipped(skipped: list[str], total: int, root: Path) -> None:
+    shown = ", ".join(repr(s) for s in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+    if len(skipped) == total:
+        raise ValueError(f"none of the {total} file(s) under {str(root)!r} could be read "
+                         f"({shown}; each warning says why); fix or convert them")
+    warnings.warn(f"skipped {len(skipped)} of {total} files under {str(root)!r} that could "
+                  f"not be converted ({shown}); indexed the other {total - len(skipped)}",
+                  stacklevel=4)
 
 
 _UTF16_32 = {b"\xff\xfe\x00\x00": "utf-32le", b"\x00\x00\xfe\xff": "utf-32be",

@@ -87,11 +87,11 @@ def test_duplicate_ids_name_both_files(tmp_path):
 def test_missing_path_and_empty_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist; give a folder"):
         read_documents(tmp_path / "nope")
-    write(tmp_path / "docs" / "x.pdf", "binary-ish")
-    with pytest.raises(ValueError, match=r"holds no \.md, \.markdown, \.txt files"):
+    write(tmp_path / "docs" / "x.odt", "binary-ish")
+    with pytest.raises(ValueError, match=r"holds no \.md, \.markdown, \.txt, \.pdf, \.html"):
         read_documents(tmp_path / "docs")
-    with pytest.raises(ValueError, match=r"cannot read .*x\.pdf"):
-        read_documents(tmp_path / "docs" / "x.pdf")
+    with pytest.raises(ValueError, match=r"cannot read .*x\.odt"):
+        read_documents(tmp_path / "docs" / "x.odt")
 
 
 def jsonl(tmp_path, *rows):
