@@ -32,14 +32,12 @@ from ragbook.figures import pipeline_map
 stage_map = pipeline_map(chapter=4)
 
 # %%
-import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 
 from ragbook import Encoder, models
 from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre, load_pydocs
+from ragbook.datasets import load_helpcentre, load_pydocs, recorded
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import (
     bootstrap_ci,
@@ -314,13 +312,13 @@ for name, curve in curves.items():
 #
 # A change to chunking, the encoder or a filter can quietly cost recall. `tests/
 # test_retrieval_floor.py` fails the build when dense recall@10 on the help-centre *dev*
-# split drops below a floor recorded in `tests/retrieval_floors.json`. This cell runs the
+# split drops below a floor recorded in `data/results/retrieval_floors.json`. This cell runs the
 # same check. (Dev, not test: the floor is a development guard, and the test split stays
 # for reporting.) When a question is answered wrongly in production, it becomes a new
 # labelled case — and the floor protects it from then on.
 
 # %%
-floors = json.loads(Path("../tests/retrieval_floors.json").read_text())
+floors = recorded("retrieval_floors")
 floor = floors["helpcentre_dev_dense_recall@10"]
 dev = [q for q in hc.split("dev") if q.gold]
 dev_recall = evaluate(hc.qrels("dev"), retrieve_run(hc_index, [(q.id, q.standalone) for q in dev], k=10),

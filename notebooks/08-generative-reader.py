@@ -37,16 +37,14 @@ from ragbook.figures import pipeline_map
 stage_map = pipeline_map(chapter=8)
 
 # %%
-import json
 import random
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ragbook import Encoder, models
 from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre, load_reading_tasks
+from ragbook.datasets import load_helpcentre, load_reading_tasks, recorded
 from ragbook.evaluate import reading_report
 from ragbook.llm import LocalLLM, get_llm
 from ragbook.readers import (
@@ -284,12 +282,12 @@ print("reading order:  ", [h.id for h in order_for_reading(five)])
 # reader (the abstention thresholds come from the training tasks), then measures the final
 # reader on a test sample next to the extractive reader. It takes about twenty minutes, so
 # this notebook does not re-run it: the cell below loads its recorded results from
-# `bench/results/generative.json` and prints them with where they came from. *Delivered*:
+# `data/results/generative.json` (`ragbook.datasets.recorded`) and prints them with where they came from. *Delivered*:
 # text and no flag; flagged answers count as not answering. Each dev row adds one change to
 # the row above it (the last two branch off the few-shot row).
 
 # %%
-recorded = json.loads(Path("../bench/results/generative.json").read_text())
+recorded = recorded("generative")
 tasks = recorded["tasks"]
 print(f"recorded results of `{recorded['command']}` ({recorded['date']}, {recorded['profile']} profile, "
       f"generator {recorded['generator']}; not re-run here)")

@@ -65,7 +65,7 @@ hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
 pipeline = Pipeline(hybrid)
 print(f"profile: {models.active_profile()}; {len(chunks)} help-centre chunks in both indexes")
 print(pipeline)
-print(f"the hybrid's own settings: depth {hybrid.depth} per channel, RRF k = {hybrid.rrf_k:g}; the pipeline asks it "
+print(f"the hybrid's own settings: depth {hybrid.depth} per channel, rrf_k = {hybrid.rrf_k:g}; the pipeline asks it "
       f"for {pipeline.candidates} candidates, the reader reads {pipeline.keep}; superseded pages excluded: "
       f"{pipeline.exclude_superseded}")
 print(f"reader: {type(pipeline.reader).__name__}, abstains when its best sentence scores under "
@@ -80,6 +80,35 @@ def question(qid):
 def fmt(threshold):
     return "off" if threshold is None else f"{threshold:.3f}"
 
+
+# %% [markdown]
+# ## 0 · The finished system, answering
+#
+# Before taking it apart, see it work. Below are the first five help-centre *test*
+# questions (in file order) that it answers from a right page — chosen for showing, not for
+# measuring; section 5 counts how often this happens, and how often it answers wrong. Each
+# answer comes with the page and the characters it was quoted from.
+
+# %%
+shown = []
+for q in hc.split("test"):
+    if len(shown) == 5:
+        break
+    if q.gold and not q.turns:
+        r = pipeline.ask(q.text)
+        if outcome(r, q.gold) == "right":
+            shown.append((q, r))
+for q, r in shown:
+    doc, start, end = r.answer_span
+    print(f"Q: {q.text}\nA: {r.answer.text}\n   (from {doc}, characters {start}-{end})\n")
+
+# %% [markdown]
+# And when retrieval has nothing to offer — here a filter that matches no page — the
+# pipeline does not guess: it escalates with `no_candidates`.
+
+# %%
+r = pipeline.ask("how long is the refund window?", where={"department": "no-such-team"})
+print(f"escalated: {r.escalated}; reason: {r.reason}; detail: {r.detail}")
 
 # %% [markdown]
 # Offline there is no reranker: the window scorer of chapter 6 measured worse than none on

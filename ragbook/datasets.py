@@ -49,6 +49,19 @@ def data_dir() -> Path:
     return here
 
 
+def recorded(name: str) -> dict:
+    """A result the project recorded and a chapter prints (``data/results/NAME.json``): the
+    retrieval floors the tests hold (``retrieval_floors``), a bench run too slow to repeat in
+    a chapter (``generative``). Read through the package, so a notebook copied out of the
+    repository still finds them."""
+    path = data_dir() / "results" / f"{name}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.json"))
+        raise FileNotFoundError(f"no recorded result {name!r} in {path.parent}; recorded: "
+                                f"{', '.join(known)}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 @dataclass(frozen=True)
 class Question:
     """A labelled query. ``gold`` lists the ids of documents that answer it (empty for an

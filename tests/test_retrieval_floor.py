@@ -1,15 +1,14 @@
 """Retrieval regression test: CI fails when dense recall@10 on the help-centre dev split
-drops below the floor recorded in retrieval_floors.json (chapter 4 runs the same check)."""
-import json
-from pathlib import Path
+drops below the floor recorded in data/results/retrieval_floors.json (chapter 4 runs the same
+check)."""
 
 from ragbook import Encoder
 from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre
+from ragbook.datasets import load_helpcentre, recorded
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import evaluate, retrieve_run
 
-FLOORS = json.loads((Path(__file__).parent / "retrieval_floors.json").read_text())
+FLOORS = recorded("retrieval_floors")
 
 
 def test_dense_recall_at_10_on_dev_stays_above_the_floor():
