@@ -239,8 +239,8 @@ def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
     characters are held (a stop string may be starting there), and so is trailing white
     space (``strip`` drops it at the end). Stops reading ``pieces`` at the first stop string.
 
-    >>> list(_tidy([" Hi", " the", "re.\n", "\nmore"], ["\n\n"]))
-    ['Hi', ' the', 're.']
+    >>> list(_tidy([" Hi", " the", "re. And", " more"], ["."]))
+    ['Hi', ' the', 're']
     """
     stop = [s for s in stop if s]
     hold, text, out = max(map(len, stop), default=1) - 1, "", 0

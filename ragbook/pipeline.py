@@ -337,12 +337,12 @@ class Pipeline(Component):
         """``ask``, streamed: iterate for the answer's text as it is released, then
         ``.result`` is the ``Result`` — the same one ``ask`` gives (answer, citations,
         escalation; only the trace's timings differ). Arguments and errors are ``ask``'s;
-        errors of ``prepare`` are raised here, before anything streams.
+        errors of ``prepare`` are raised here, before anything streams::
 
-        >>> s = pipeline.stream("How long is the refund window?")        # doctest: +SKIP
-        >>> for piece in s:
-        ...     print(piece, end="", flush=True)
-        >>> s.result.escalated
+            s = pipeline.stream("How long is the refund window?")
+            for piece in s:
+                print(piece, end="", flush=True)   # verified sentences, as they come
+            s.result.escalated                      # the verdict, as ask() gives it
 
         What was shown cannot be taken back, so the thresholds that decide before reading
         (no candidates, the rerank cut, ``min_confidence``) are applied first; then a reader

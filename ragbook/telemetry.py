@@ -14,15 +14,16 @@ The stages are timed inside the pipeline (``Stage.seconds``), and the spans are 
 the question is done, from its trace: the stages ran one after another, so they are laid end
 to end, the last ending now. Where the spans go is the application's choice — configure a
 ``TracerProvider`` with an exporter (OTLP, console, the SDK's ``InMemorySpanExporter``) as
-usual; with none configured the API's default tracer drops them.
+usual; with none configured the API's default tracer drops them::
 
->>> from opentelemetry import trace                                  # doctest: +SKIP
->>> from opentelemetry.sdk.trace import TracerProvider
->>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor, ConsoleSpanExporter
->>> provider = TracerProvider()
->>> provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
->>> trace.set_tracer_provider(provider)
->>> pipeline.ask("How long is the refund window?")    # prints ragbook.ask and its stages
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(provider)
+    pipeline.ask("How long is the refund window?")   # prints ragbook.ask and its stages
 """
 from __future__ import annotations
 
