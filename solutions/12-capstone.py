@@ -17,7 +17,8 @@
 # # 12 · Capstone: a retriever–reader over a corpus you choose
 #
 # Chapters 1–11 used two corpora the book prepared for you. Here you bring your own: a folder of
-# Markdown files (your team's docs, a wiki export, the READMEs of your projects). You build a
+# Markdown, PDF, HTML or Word files (your team's docs, a wiki export, saved web pages, the
+# handbook as a PDF, the READMEs of your projects). You build a
 # retriever–reader over it with the `ragbook` package alone, write 10 questions with the file
 # that answers each, and measure it the way chapter 4 taught: recall@k and MRR over your
 # questions, then the answers with their sources.
@@ -38,6 +39,7 @@ from pathlib import Path
 from ragbook import Encoder, models
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
+from ragbook.convert import pages_of
 from ragbook.dense import DenseIndex
 from ragbook.fusion import HybridRetriever
 from ragbook.grading import check, trying
@@ -48,14 +50,21 @@ from ragbook.pipeline import Pipeline
 # ## 1. Your corpus and your 10 questions
 #
 # **Task.** `my_corpus_and_questions()` returns `(folder, questions)`: the folder to index (a
-# `str` or `Path`; `read_documents` reads every `.md`, `.markdown` and `.txt` below it), and a
+# `str` or `Path`; `read_documents` reads every `.md`, `.markdown` and `.txt` below it, and
+# `.pdf`, `.html` and `.docx` with the documents extra, `pip install -e ".[documents]"`), and a
 # list of exactly 10 dicts, each with
 #
 # * `"question"`: a question a user of these docs would ask, in their words. Avoid copying the
 #   file's own phrasing, or you measure string matching, not retrieval;
-# * `"gold"`: the file that answers it, relative to the folder (`"requests.md"`);
+# * `"gold"`: the file that answers it, relative to the folder (`"requests.md"`,
+#   `"hr/handbook.pdf"`);
 # * `"passage"` (recommended): a short piece of text copied verbatim from that file that
-#   answers the question, so a reader can check the answer later.
+#   answers the question, so a reader can check the answer later. For a PDF, HTML or Word file,
+#   copy it from the text `read_documents` extracted (`doc.text`), which is what gets indexed:
+#   a PDF viewer may join lines and hyphens differently.
+#
+# A file that cannot be read (an encrypted PDF, a scan without a text layer, a corrupt or empty
+# file) is skipped with a warning that says why, and the rest of the folder is indexed.
 #
 # Write the questions *before* you look at what the retriever returns: a question chosen because
 # the system gets it right measures nothing. The check also runs a quick BM25 search over the
@@ -180,7 +189,9 @@ with trying("my_corpus_and_questions", "evaluate_retriever"):
 #
 # The pipeline (chapter 9) answers each question with a sentence from a retrieved chunk, or
 # escalates. Each answer is marked with whether it came from the gold file and whether it overlaps
-# the passage you quoted (one contains the other, ignoring case and spacing).
+# the passage you quoted (one contains the other, ignoring case and spacing). A source from a PDF
+# also says which pages its chunk covers (`pages_of`, from the page map `read_documents` keeps),
+# so you can open the file at the page; for HTML and Word files the headings in the text say where.
 
 # %%
 def overlaps(answer, passage):
@@ -196,12 +207,14 @@ with trying("my_corpus_and_questions"):
     for q in questions:
         r = pipeline.ask(q["question"])
         source = r.sources[0].doc_id if r.sources else "-"
+        pages = pages_of(r.sources[0]) if r.sources else ()  # () unless the source is a PDF
+        where = f" (page{'s' * (len(pages) > 1)} {', '.join(map(str, pages))})" if pages else ""
         gold = Path(q["gold"]).with_suffix("").as_posix()
         answer = r.answer.text or ""
         right_file += source == gold
         with_passage += overlaps(answer, q.get("passage", ""))
         shown = " ".join(answer.split())[:150] if answer else f"[escalated: {r.reason}]"
-        print(f"Q: {q['question']}\nA: {shown}\n   source: {source}; gold: {gold}; "
+        print(f"Q: {q['question']}\nA: {shown}\n   source: {source}{where}; gold: {gold}; "
               f"passage {'found' if overlaps(answer, q.get('passage', '')) else 'not found'}\n")
     print(f"answers from the gold file: {right_file} of {len(questions)}; "
           f"answers overlapping the quoted passage: {with_passage} of {len(questions)}")

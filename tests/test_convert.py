@@ -308,3 +308,22 @@ def test_ragbook_index_on_a_mixed_folder_answers_with_the_page(tmp_path, capsys)
     doc_id, start, end = result["answer_span"]
     assert doc_id == "hr/handbook" and pages_of(span(source["metadata"], start, end)) == (3,)
     assert 3 in pages_of(span(source["metadata"], source["start"], source["end"]))
+
+
+def test_the_capstone_check_accepts_a_folder_of_pdf_and_html(tmp_path, capsys):
+    """Chapter 12's first check reads the learner's folder with ``read_documents``: gold files
+    may be PDFs or HTML pages, and a quoted passage is looked up in the extracted text."""
+    from ragbook.grading import check
+
+    root = mixed_folder(tmp_path / "docs")
+    golds = [("hr/handbook.pdf", "Receipts must be uploaded within 30 days of purchase."),
+             ("billing.html", "Refunds take 14 days."), ("office.docx", "opens at 8 am"),
+             ("faq.md", "The wifi password is on the fridge.")]
+    questions = [{"question": f"question {n} about {gold}", "gold": gold, "passage": passage}
+                 for n, (gold, passage) in enumerate(golds * 3)][:10]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the folder's three bad files are skipped, as above
+        assert check("my_corpus_and_questions", lambda: (root, questions))
+        questions[0] = {**questions[0], "passage": "Receipts are never needed."}
+        assert not check("my_corpus_and_questions", lambda: (root, questions))
+    assert "the passage is not in hr/handbook.pdf" in capsys.readouterr().out

@@ -37,7 +37,7 @@ def _capstone_problem(result) -> str | None:
     if not isinstance(folder, (str, Path)) or not Path(folder).is_dir():
         return f"the folder {show(folder, 80)} is not a folder on this machine"
     try:
-        ids = {d.id for d in ingest.read_documents(folder)}
+        doc_texts = {d.id: d.text for d in ingest.read_documents(folder)}  # PDFs: extracted
     except Exception as err:
         return f"read_documents could not read the folder: {describe(err)}"
     if not isinstance(questions, list) or len(questions) != 10:
@@ -51,12 +51,13 @@ def _capstone_problem(result) -> str | None:
             return f"question {n} repeats an earlier question"
         texts.add(q["question"].strip().lower())
         path = Path(folder) / q["gold"]
-        if not path.is_file() or Path(q["gold"]).with_suffix("").as_posix() not in ids:
+        gold_id = Path(q["gold"]).with_suffix("").as_posix()
+        if not path.is_file() or gold_id not in doc_texts:
             return (f"question {n}: gold file {q['gold']!r} is not a document of the folder; "
                     f"give its path relative to the folder, suffix included")
         passage = q.get("passage")
         if passage is not None:
-            text = " ".join(path.read_text(encoding="utf-8").split())
+            text = " ".join(doc_texts[gold_id].split())
             if not isinstance(passage, str) or " ".join(passage.split()) not in text:
                 return f"question {n}: the passage is not in {q['gold']} (copy it verbatim)"
     if Path(folder).resolve() == _pkgdocs_folder().resolve():
@@ -74,7 +75,8 @@ def _capstone_problem(result) -> str | None:
 
 
 @CHAPTER.exercise("my_corpus_and_questions",
-                  "return (folder, questions): a folder of .md files and a list of 10 dicts, "
+                  "return (folder, questions): a folder of documents (.md, .txt, .pdf, .html, "
+                  ".docx) and a list of 10 dicts, "
                   "each with 'question', 'gold' (a file path relative to the folder) and, "
                   "ideally, 'passage' (text copied from that file)")
 def my_corpus_and_questions_cases():
