@@ -29,6 +29,7 @@ from .fusion import HybridRetriever
 from .ingest import read_documents
 from .persist import read_manifest
 from .pipeline import Pipeline
+from .readers import GenerativeReader
 
 __all__ = ["main", "build_parser", "read_questions"]
 
@@ -118,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--trace", metavar="FILE", help="append the pipeline trace to FILE as one "
                    "JSON line")
+    p.add_argument("--generative", action="store_true", help="write the answer with a chat "
+                   "model (RAGBOOK_LLM_BASE_URL and RAGBOOK_LLM_MODEL, else the profile's "
+                   "local generator) instead of quoting a sentence; it streams, each sentence "
+                   "shown once its citation is checked")
     p.set_defaults(run=_ask)
 
     p = command("eval", "measure retrieval on labelled questions",
@@ -314,8 +319,21 @@ def _ask(args) -> int:
         raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
                          "\"how long is the refund window?\"")
     retriever = _load(args.index)
-    result = Pipeline(retriever, keep=args.keep, min_confidence=args.min_confidence,
-                      min_confidence_kind="cosine", trace_path=args.trace).ask(args.question)
+    reader = GenerativeReader(keep=args.keep) if args.generative else None
+    pipeline = Pipeline(retriever, reader=reader, keep=args.keep,
+                        min_confidence=args.min_confidence, min_confidence_kind="cosine",
+                        trace_path=args.trace)
+    shown = ""
+    if reader is not None and not args.json:     # stream: verified sentences as they come
+        streamed = pipeline.stream(args.question)
+        for piece in streamed:
+            shown += piece
+            print(_shown(piece), end="", flush=True)
+        result = streamed.result
+        if shown:
+            print()
+    else:
+        result = pipeline.ask(args.question)
     out = result.to_dict()
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -328,7 +346,8 @@ def _ask(args) -> int:
         for n, p in enumerate(out["candidates"], 1):
             print(_passage(n, p))
     else:
-        print(_shown(out["answer"]))
+        if not shown:                            # a streamed answer is already on screen
+            print(_shown(out["answer"]))
         if out.get("answer_span"):
             doc, start, end = out["answer_span"]
             print(f"(from {_shown(doc)}, chars {start}-{end})")

@@ -341,3 +341,28 @@ def test_local_model_streams_what_it_generates_and_serves_it_over_http():
     with ChatServer(llm) as server:
         remote = OpenAICompatibleLLM(server.base_url, "local", timeout=120)
         assert "".join(remote.stream(MESSAGES, max_new_tokens=24, stop=["\n\n"])) == whole
+
+
+# -- the command line ---------------------------------------------------------------------------
+def test_cli_ask_generative_streams_the_answer_ask_gives(tmp_path, monkeypatch, capsys):
+    from ragbook.cli import main
+    from ragbook.datasets import data_dir
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    for name in ("billing-refund-policy", "billing-invoices", "account-export-csv"):
+        (src / f"{name}.md").write_text(
+            (data_dir() / "helpcentre" / "articles" / f"{name}.md").read_text())
+    assert main(["index", str(src), "--out", str(tmp_path / "index")]) == 0
+    capsys.readouterr()
+    question = "how long is the refund window for enterprise contracts?"
+    with ChatServer(Quoting("mixed")) as server:
+        monkeypatch.setenv("RAGBOOK_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("RAGBOOK_LLM_MODEL", "local")
+        assert main(["ask", str(tmp_path / "index"), question, "--generative"]) == 0
+        shown = capsys.readouterr().out
+        assert main(["ask", str(tmp_path / "index"), question, "--generative", "--json"]) == 0
+        asked = json.loads(capsys.readouterr().out)
+    assert not asked["escalated"] and "cheese" not in asked["answer"]
+    lines = shown.splitlines()
+    assert lines[0] == asked["answer"] and "sources:" in lines
