@@ -13,6 +13,7 @@ low_confidence      the confidence (best reranked score, else the retriever's) <
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
 conflict            two sources from different documents answer with different figures
 superseded_source   the answer would come from a page marked superseded
+planted_instruction the best answer would be a sentence planted for a model (``planted_spans``)
 =================== ==========================================================================
 
 ``ask`` = ``prepare`` (everything that does not depend on the thresholds: retrieval,
@@ -45,7 +46,7 @@ from .condense import RuleCondenser
 from .conflicts import find_conflict
 from .filters import validate_where
 from .llm import Streamed
-from .readers import Span, default_extractive_reader, instruction_like
+from .readers import Span, default_extractive_reader, instruction_like, planted_spans
 from .retrieval import check_confidence_threshold, trace_stage
 from .types import Answer, Hit, Stage
 
@@ -53,7 +54,7 @@ __all__ = ["Pipeline", "Result", "Prepared", "read_traces", "outcome", "ESCALATI
            "CachedPipeline", "with_history", "gold_ranks"]
 
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
-               "conflict", "superseded_source")
+               "conflict", "superseded_source", "planted_instruction")
 
 
 # -- what flows out ---------------------------------------------------------------------------
@@ -166,8 +167,11 @@ class Pipeline(Component):
     kind, or outside what the confidence can be, is refused (``calibrate`` sets both).
     ``exclude_superseded`` adds ``status != superseded`` to every filter,
     ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``),
-    ``skip_instructions`` never lets an instruction-like sentence (``instruction_like``: text
-    aimed at a model, planted in a document) be an extractive answer, ``trace_path`` appends
+    ``skip_instructions`` never lets a sentence planted for a model (``planted_spans``: an
+    instruction to the AI, after Unicode and markup disguises are undone, alone or split over
+    two sentences) be an extractive answer — when the reader would otherwise answer with one
+    and nothing else is good enough, the question escalates (``planted_instruction``),
+    ``trace_path`` appends
     one JSON line per question. ``reader`` defaults to ``default_extractive_reader()``;
     ``condenser`` to ``RuleCondenser()``.
     """
@@ -283,10 +287,18 @@ class Pipeline(Component):
             return escalate("low_confidence", f"the best {prep.confidence_kind} score ({best}) "
                                               f"is under min_confidence={floor}")
         hits = [h for h, _ in kept]
+        planted = self._planted(kept) if prep.spans and self.skip_instructions else {}
         if prep.spans:
-            span = max((s for _, s in kept if s is not None), key=lambda s: s.score,
-                       default=None)
+            span = max((s for _, s in kept if s is not None and not _inside(s, planted)),
+                       key=lambda s: s.score, default=None)
             if span is None or not self.reader.accepts(span):
+                bait = self._planted_answer(prep.condensed, kept, planted)
+                if bait is not None:
+                    doc = next(h.doc_id for h, _ in kept if h.id == bait.source)
+                    return escalate("planted_instruction", f"the best answer would be a "
+                                    f"sentence written to a model, planted in {doc!r}: "
+                                    f"{bait.text[:200]!r}; it is never quoted",
+                                    {"planted": [bait.source, bait.start, bait.end]})
                 return escalate("reader_abstained", "the reader found no answer good enough "
                                                     "in the candidates (low_confidence)")
             answer = Answer(span.text, (span.source,), (span.score,))
@@ -304,7 +316,7 @@ class Pipeline(Component):
                             f"is superseded by {h.metadata.get('superseded_by', '?')!r}")
         if self.detect_conflicts and span is not None:
             others = [s for h, s in kept if s is not None and h.doc_id not in
-                      {x.doc_id for x in sources}]
+                      {x.doc_id for x in sources} and not _inside(s, planted)]
             clash = find_conflict(span, others, self.conflict_margin)
             if clash is not None:
                 other_doc = by_id[clash.source].doc_id
@@ -318,9 +330,25 @@ class Pipeline(Component):
                 s0 = sources[0].start + at
                 answer_span = (sources[0].doc_id, s0, s0 + len(answer.text))
         stage = Stage("decide", time.perf_counter() - t, tuple(h.id for h in sources),
-                      tuple(answer.scores))
+                      tuple(answer.scores), {"planted_skipped": sorted(planted)} if planted
+                      else {})
         return Result(prep.question, prep.condensed, answer, sources, prep.candidates,
                       None, "", answer_span, prep.trace + (stage,))
+
+    @staticmethod
+    def _planted(kept) -> dict[str, list[tuple[int, int]]]:
+        """hit id -> the character spans of its sentences planted for a model."""
+        found = {h.id: planted_spans(h.text) for h, _ in kept}
+        return {i: spans for i, spans in found.items() if spans}
+
+    def _planted_answer(self, question: str, kept, planted) -> Span | None:
+        """The reader's best span *inside* a planted sentence, when the reader would accept
+        it: what the customer would have been told had the sentence not been skipped
+        (re-scored here, only for hits that hold one)."""
+        bait = max((s for h, _ in kept if h.id in planted
+                    for s in self.reader.hit_spans(question, h) if _inside(s, planted)),
+                   key=lambda s: s.score, default=None)
+        return bait if bait is not None and self.reader.accepts(bait) else None
 
     def ask(self, question: str, history=None, where=None) -> Result:
         """Answer ``question`` (a follow-up is condensed against ``history``, a list of
@@ -438,6 +466,11 @@ class _ReadOnce:
         if self._answer is None:
             raise _WouldRead(question, hits)
         return self._answer
+
+
+def _inside(span: Span, planted: Mapping[str, Sequence[tuple[int, int]]]) -> bool:
+    """``span`` overlaps a planted sentence of its hit (``Pipeline._planted``)."""
+    return any(a < span.end and span.start < z for a, z in planted.get(span.source, ()))
 
 
 def outcome(result: Result, gold: Sequence[str]) -> str:

