@@ -13,10 +13,8 @@
 ``ragbook.server.ChatServer`` serves any backend over that same protocol on localhost.
 
 Both backends also ``stream(messages)``: the same reply as ``generate``, in pieces as the
-model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` locally).
-``stream_reply(llm, ...)`` streams any backend (one with only ``generate`` gives one piece),
-and ``Streamed`` is what a streaming call of the reader or pipeline returns: the text pieces
-it releases, then its checked outcome.
+model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` locally);
+``ragbook.streaming`` has what streaming shares (``stream_reply``, ``Streamed``).
 
 Failures are named, not raw: ``LLMUnavailableError`` when the endpoint cannot be reached or
 does not answer within ``timeout`` seconds, ``LLMResponseError`` when it answers with anything
@@ -32,16 +30,16 @@ import json
 import math
 import os
 import threading
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from . import models
 from .cache import Cache
 from .checks import check_k
 from .component import Component
+from .streaming import _cut, _tidy
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
-           "LLMUnavailableError", "LLMResponseError", "stream_reply", "Streamed"]
+           "LLMUnavailableError", "LLMResponseError"]
 
 Messages = Sequence[Mapping[str, str]]
 
@@ -224,94 +222,6 @@ def _hash(obj) -> str:
     import hashlib
 
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _cut(text: str, stop: Sequence[str]) -> str:
-    for s in stop:
-        if s and s in text:
-            text = text[:text.index(s)]
-    return text
-
-
-def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
-    """Raw reply ``pieces`` as pieces of ``_cut(reply, stop).strip()`` — what ``generate``
-    returns — released as soon as that is certain: the last ``len(longest stop) - 1``
-    characters are held (a stop string may be starting there), and so is trailing white
-    space (``strip`` drops it at the end). Stops reading ``pieces`` at the first stop string.
-
-    >>> list(_tidy([" Hi", " the", "re. And", " more"], ["."]))
-    ['Hi', ' the', 're']
-    """
-    stop = [s for s in stop if s]
-    hold, text, out = max(map(len, stop), default=1) - 1, "", 0
-    source = iter(pieces)
-    try:
-        for piece in source:
-            text += piece
-            cut = _cut(text, stop)
-            if len(cut) < len(text):                        # a stop string: the reply ends
-                break
-            ready = text[:len(text) - hold].lstrip().rstrip()
-            if len(ready) > out:
-                yield ready[out:]
-                out = len(ready)
-    finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()                                          # stops the model or the stream
-    last = _cut(text, stop).strip()[out:]
-    if last:
-        yield last
-
-
-def stream_reply(llm, messages: Messages, max_new_tokens: int | None = None,
-                 stop: Sequence[str] = ()) -> Iterator[str]:
-    """``llm``'s reply as text pieces: its own ``stream`` when it has one, else its whole
-    ``generate`` reply as one piece. Either way ``"".join`` of the pieces is what
-    ``llm.generate(messages, max_new_tokens, stop)`` returns."""
-    if callable(getattr(llm, "stream", None)):
-        return iter(llm.stream(messages, max_new_tokens=max_new_tokens, stop=stop))
-    reply = llm.generate(messages, max_new_tokens=max_new_tokens, stop=stop)
-    return iter([reply] if reply else [])
-
-
-T = TypeVar("T")
-
-
-class Streamed(Generic[T]):
-    """What a streaming call returns: iterate it for the text pieces it releases (``str``),
-    then read ``result`` — the checked outcome (an ``Answer`` from
-    ``GenerativeReader.stream``, a ``Result`` from ``Pipeline.stream``), equal to what the
-    non-streaming call returns. Reading ``result`` before the pieces are all taken runs the
-    rest of the stream without showing it. One pass: the pieces are not kept.
-
-    >>> def steps():
-    ...     yield "Hello"
-    ...     yield " world."
-    ...     return "checked"
-    >>> s = Streamed(steps())
-    >>> "".join(s), s.result
-    ('Hello world.', 'checked')
-    """
-
-    def __init__(self, steps: Generator[str, None, T]):
-        self._steps, self._result, self._done = steps, None, False
-
-    def __iter__(self) -> Iterator[str]:
-        while not self._done:
-            try:
-                piece = next(self._steps)
-            except StopIteration as end:
-                self._result, self._done = end.value, True
-                return
-            yield piece
-
-    @property
-    def result(self) -> T:
-        """The outcome, once the stream has ended (the rest of it is run first if need be)."""
-        for _ in self:
-            pass
-        return self._result
 
 
 class LLMUnavailableError(RuntimeError):

@@ -45,9 +45,9 @@ from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
 from .filters import validate_where
-from .llm import Streamed
 from .readers import Span, default_extractive_reader, instruction_like, planted_spans
 from .retrieval import check_confidence_threshold, trace_stage
+from .streaming import Streamed
 from .types import Answer, Hit, Stage
 
 __all__ = ["Pipeline", "Result", "Prepared", "read_traces", "outcome", "ESCALATIONS",

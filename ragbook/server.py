@@ -29,7 +29,8 @@ from .http_guards import (
     _origin_problem,
     _split_host,
 )
-from .llm import _check, _preview, stream_reply
+from .llm import _check, _preview
+from .streaming import stream_reply
 
 __all__ = ["ChatServer"]
 

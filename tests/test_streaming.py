@@ -17,19 +17,12 @@ from hypothesis import strategies as st
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
 from ragbook.chunking import chunk_documents
-from ragbook.llm import (
-    LLMResponseError,
-    LocalLLM,
-    OpenAICompatibleLLM,
-    Streamed,
-    _cut,
-    _tidy,
-    stream_reply,
-)
+from ragbook.llm import LLMResponseError, LocalLLM, OpenAICompatibleLLM
 from ragbook.pipeline import Pipeline
 from ragbook.readers import GenerativeReader, split_claims, support
 from ragbook.readers.generative import _final_claims
 from ragbook.server import ChatServer
+from ragbook.streaming import Streamed, _cut, _tidy, stream_reply
 from ragbook.text import sentences
 from ragbook.types import Hit
 

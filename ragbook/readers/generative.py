@@ -14,7 +14,8 @@ import numpy as np
 
 from ..checks import check_k
 from ..component import Component
-from ..llm import Streamed, default_llm_identity, get_llm, stream_reply
+from ..llm import default_llm_identity, get_llm
+from ..streaming import Streamed, stream_reply
 from ..text import sentences
 from ..types import Answer, Hit
 from .grounding import (
