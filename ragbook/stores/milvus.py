@@ -36,9 +36,21 @@ sit in: ``MilvusRetriever.build`` flushes the bulk load into one segment, while 
 or upserted later sits in a small segment of its own and gets a near-zero IDF there
 (chapter 11 shows an edited chunk falling out of the BM25 top 20; rebuilding cures it).
 Dense search is unaffected.
+
+Rebuilds switch an alias: each ``create`` is a collection of its own, ``NAME__vN``, and
+``NAME`` is an alias (Milvus Lite has aliases too) moved to it once its rows are written, so
+a failed rebuild leaves the old collection live (``create``). Every row is checked against a
+Milvus server's limits before any is written (``milvus_rows.check_record``).
+
+A Milvus server before 2.5 (tested against the 2.3.5 standalone server of the pip package
+``milvus``: ``tests/test_milvus_server.py``) has no BM25 function, no sparse vectors and no
+``is null``: there ``create`` makes a dense-only collection, ``keyword_search`` and
+``hybrid_search`` raise ``MilvusVersionError`` (naming the version and the way out), and
+filters are written without ``is null`` (``expressions.milvus_filter(nulls=False)``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -66,10 +78,10 @@ from .milvus_lite import (
     _quiet,
     _release,
 )
-from .milvus_rows import _entity, _record, _row
+from .milvus_rows import _entity, _record, _row, check_record
 
-__all__ = ["MilvusStore", "MilvusLockedError", "DEFAULT_ANALYZER", "MILVUS_STANDARD",
-           "INDEXES", "MAX_K"]
+__all__ = ["MilvusStore", "MilvusLockedError", "MilvusVersionError", "DEFAULT_ANALYZER",
+           "MILVUS_STANDARD", "INDEXES", "MAX_K"]
 
 # Milvus's standard analyzer, plus the stopwords ragbook's BM25 drops: without them a
 # question's "how do I" outweighs its content words (Spearman's rho with our BM25 on the
@@ -81,6 +93,10 @@ MAX_K = 16_384             # Milvus's ceiling on topk / limit
 INDEXES = ("FLAT", "HNSW")
 FORMAT = "1"
 _OUT = ["doc_id", "text", "context_chars", "start", "end", "metadata", "tuples"]
+
+
+class MilvusVersionError(RuntimeError):
+    """The Milvus server is too old for what was asked (BM25 and hybrid need >= 2.5)."""
 
 
 class MilvusStore(Component):
@@ -103,10 +119,10 @@ class MilvusStore(Component):
                  batch_size: int = 512):
         if index not in INDEXES:
             raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
-        if not isinstance(collection, str) or not re.fullmatch(r"[A-Za-z_]\w{0,254}",
+        if not isinstance(collection, str) or not re.fullmatch(r"[A-Za-z_]\w{0,239}",
                                                                collection):
-            raise ValueError(f"collection must be a Milvus name (letters, digits and _, not "
-                             f"starting with a digit), got {collection!r}")
+            raise ValueError(f"collection must be a Milvus name (at most 240 letters, digits "
+                             f"and _, not starting with a digit), got {collection!r}")
         uri = None if uri is None else os.fspath(uri)
         if uri is not None and _is_local(uri) and not uri.endswith(".db"):
             raise ValueError(f"uri {uri!r}: a Milvus Lite database is a folder whose name ends "
@@ -175,6 +191,7 @@ class MilvusStore(Component):
         (a temporary database is deleted). The folder can then be opened again, here or by
         another process."""
         if self._client is not None:
+            self._abandon()
             self._client.close()
             self._client = None
             if hasattr(self, "_closer"):
@@ -188,40 +205,55 @@ class MilvusStore(Component):
 
     # -- creating and opening --------------------------------------------------------------
     def create(self, dim: int, properties: Mapping[str, str] | None = None) -> MilvusStore:
-        """(Re)create the collection for ``dim``-d vectors, dropping any of the same name;
-        ``properties`` (str -> str) are kept with it, e.g. the encoder's fingerprint."""
+        """Create an empty collection for ``dim``-d vectors under this store's name;
+        ``properties`` (str -> str) are kept with it, e.g. the encoder's fingerprint.
+
+        A rebuild never loses what it replaces: each build is a collection of its own,
+        ``NAME__vN``, reached through the alias ``NAME``. While an older collection holds
+        the name, the alias moves only when the first write (the build's ``add``, every row
+        checked before any is written) has succeeded, and the old collection is dropped
+        after that; a failed write, or ``close`` before any write, drops the new collection
+        and leaves the old one live and untouched. On a Milvus server before 2.5 the
+        collection has no BM25 field (see ``require_bm25``)."""
         pm = _pymilvus()
         dim, c = check_k(dim, "dim"), self.client
-        if c.has_collection(self.collection):
-            c.drop_collection(self.collection)
+        self._abandon()                       # an earlier create of this store, never written
+        live, full = self._physical(), self._full()
+        name = f"{self.collection}__v{max(self._versions().values(), default=0) + 1}"
         s = pm.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         s.add_field("id", pm.DataType.VARCHAR, is_primary=True, max_length=1024)
         s.add_field("doc_id", pm.DataType.VARCHAR, max_length=1024)
-        s.add_field("text", pm.DataType.VARCHAR, max_length=65_535, enable_analyzer=True,
-                    analyzer_params=self.analyzer or DEFAULT_ANALYZER)
-        for name in ("context_chars", "start", "end", "seq"):
-            s.add_field(name, pm.DataType.INT64)
+        analyzed = ({"enable_analyzer": True,
+                     "analyzer_params": self.analyzer or DEFAULT_ANALYZER} if full else {})
+        s.add_field("text", pm.DataType.VARCHAR, max_length=65_535, **analyzed)
+        for field in ("context_chars", "start", "end", "seq"):
+            s.add_field(field, pm.DataType.INT64)
         s.add_field("metadata", pm.DataType.JSON)
         s.add_field("tuples", pm.DataType.VARCHAR, max_length=4096)
         s.add_field("vector", pm.DataType.FLOAT_VECTOR, dim=dim)
-        s.add_field("sparse", pm.DataType.SPARSE_FLOAT_VECTOR)
-        s.add_function(pm.Function(name="bm25", function_type=pm.FunctionType.BM25,
-                                   input_field_names=["text"], output_field_names=["sparse"]))
         ip = c.prepare_index_params()
         params = ({"M": self.hnsw_m, "efConstruction": self.ef_construction}
                   if self.index == "HNSW" else {})
         ip.add_index(field_name="vector", index_type=self.index, metric_type="IP",
                      params=params)
-        ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX",
-                     metric_type="BM25", params={"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b})
+        if full:
+            s.add_field("sparse", pm.DataType.SPARSE_FLOAT_VECTOR)
+            s.add_function(pm.Function(name="bm25", function_type=pm.FunctionType.BM25,
+                                       input_field_names=["text"],
+                                       output_field_names=["sparse"]))
+            ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX",
+                         metric_type="BM25",
+                         params={"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b})
         props = {"ragbook.format": FORMAT, "ragbook.dim": str(dim),
                  "ragbook.index": self.index,
                  **{str(k): str(v) for k, v in (properties or {}).items()}}
-        c.create_collection(self.collection, schema=s, index_params=ip,
-                            consistency_level="Strong", properties=props)
-        c.load_collection(self.collection)
-        self.dim_, self.index_, self.properties_ = dim, self.index, props
-        self._fingerprint, self._next_seq = None, 0
+        c.create_collection(name, schema=s, index_params=ip, consistency_level="Strong",
+                            properties=props)
+        c.load_collection(name)
+        self.dim_, self.index_, self.properties_, self.bm25_ = dim, self.index, props, full
+        self._fingerprint, self._next_seq, self._pending = None, 0, name
+        if live is None:                      # nothing to protect: live at once
+            self._publish()
         return self
 
     def open(self) -> MilvusStore:
@@ -229,19 +261,124 @@ class MilvusStore(Component):
         this does it) and read its dimension, index type and properties. Raises
         ``FileNotFoundError`` when there is no such collection."""
         c = self.client
+        self._abandon()
         if not c.has_collection(self.collection):
             raise FileNotFoundError(f"no collection {self.collection!r} at "
                                     f"{self.uri_ or self.uri!r} (it has "
                                     f"{c.list_collections()}); build one first")
-        props = dict(c.describe_collection(self.collection).get("properties") or {})
+        desc = c.describe_collection(self.collection)
+        props = dict(desc.get("properties") or {})
         if props.get("ragbook.format") != FORMAT:
             raise ValueError(f"collection {self.collection!r} was not written by this "
                              f"ragbook (format {props.get('ragbook.format')!r}); rebuild it")
         c.load_collection(self.collection)
         self.dim_, self.properties_ = int(props["ragbook.dim"]), props
         self.index_ = props.get("ragbook.index", self.index)
+        self.bm25_ = any(f["name"] == "sparse" for f in desc.get("fields", []))
         self._fingerprint = self._next_seq = None
         return self
+
+    # -- which collection holds the name: rebuilds switch an alias -------------------------
+    @property
+    def _name(self) -> str:
+        """Where reads and writes go: a collection ``create`` made and no write has
+        published yet, else the alias (so a rebuild elsewhere is seen at once)."""
+        return getattr(self, "_pending", None) or self.collection
+
+    def _physical(self) -> str | None:
+        """The collection behind this store's name (the alias's target; the name itself for
+        a collection built before aliases), None when there is none."""
+        c = self.client
+        if not c.has_collection(self.collection):
+            return None
+        return c.describe_collection(self.collection)["collection_name"]
+
+    def _versions(self) -> dict[str, int]:
+        """This name's builds, ``NAME__vN`` -> N."""
+        pattern = re.compile(re.escape(self.collection) + r"__v(\d+)")
+        return {n: int(m[1]) for n in self.client.list_collections()
+                if (m := pattern.fullmatch(n))}
+
+    def _publish(self) -> None:
+        """Point the name at the collection ``create`` made (one alias switch), then drop
+        the collection it replaces and any older build that died before its switch."""
+        new = getattr(self, "_pending", None)
+        if new is None:
+            return
+        c, old = self.client, self._physical()
+        if old == self.collection:   # built before aliases: the name is a real collection
+            c.drop_collection(old)   # (the new one is complete; only the name is missing)
+            old = None
+        if old is None:
+            c.create_alias(new, self.collection)
+        else:
+            c.alter_alias(new, self.collection)
+        self._pending = None
+        versions = self._versions()
+        for name, n in versions.items():
+            if n < versions.get(new, 0):
+                c.drop_collection(name)
+
+    def _abandon(self) -> None:
+        """Drop a collection ``create`` made that no write has published: the live one is
+        untouched, and this store is unconnected until the next ``create``/``open``."""
+        name, self._pending = getattr(self, "_pending", None), None
+        if name is not None:
+            self.__dict__.pop("dim_", None)
+            with contextlib.suppress(Exception):   # unreachable: the next publish drops it
+                self.client.drop_collection(name)
+
+    @contextlib.contextmanager
+    def _publishing(self):
+        """Around a write: on success publish a new build, on any failure abandon it."""
+        try:
+            yield
+        except BaseException:
+            self._abandon()
+            raise
+        self._publish()
+
+    # -- what the server can do ------------------------------------------------------------
+    def server_version(self) -> str:
+        """The version the Milvus this store talks to reports (``v2.5.4``; Milvus Lite:
+        ``milvus_lite-3.2.2``)."""
+        if getattr(self, "server_version_", None) is None:
+            self.server_version_ = str(self.client.get_server_version())
+        return self.server_version_
+
+    def _full(self) -> bool:
+        """Milvus Lite or a server >= 2.5: a BM25 function, sparse vectors and ``is null``
+        (an unreadable version string is taken as new)."""
+        uri = getattr(self, "uri_", None) or self.uri
+        if uri is None or _is_local(uri):
+            return True
+        m = re.search(r"(\d+)\.(\d+)", self.server_version())
+        return m is None or (int(m[1]), int(m[2])) >= (2, 5)
+
+    def require_bm25(self, what: str = "BM25 and hybrid search") -> None:
+        """Raise ``MilvusVersionError`` when ``what`` cannot run here: the server is older
+        than Milvus 2.5, or the collection was built on one (it has no BM25 field)."""
+        if not self._full():
+            raise MilvusVersionError(
+                f"{what} needs Milvus >= 2.5 (its BM25 function and sparse vectors), but the "
+                f"server at {self.uri_ or self.uri} is Milvus {self.server_version()}. Search "
+                f"it dense-only (MilvusRetriever(..., mode='dense'), or DenseIndex(encoder, "
+                f"MilvusStore(uri))), or use a Milvus >= 2.5 server or Milvus Lite (a local "
+                f"folder ending in .db)")
+        if not getattr(self, "bm25_", True):
+            raise MilvusVersionError(
+                f"{what} needs a BM25 field, and collection {self.collection!r} was built "
+                f"without one (on a Milvus server before 2.5): rebuild it on this server")
+
+    def check_records(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Raise ``ValueError`` for the first record that a Milvus server could not store
+        (naming it, the limit and the fix; ``milvus_rows.check_record``), before anything
+        is embedded or written."""
+        for r in records:
+            check_record(r)
+
+    def _where(self, where: Mapping[str, Any] | None) -> str:
+        return milvus_filter(where, nulls=self._full())
 
     def _ready(self):
         if not hasattr(self, "dim_"):
@@ -260,7 +397,7 @@ class MilvusStore(Component):
         out: dict[str, dict] = {}
         ids = list(ids)
         for i in range(0, len(ids), 1000):
-            rows = self._ready().query(self.collection, filter=ids_filter(ids[i:i + 1000]),
+            rows = self._ready().query(self._name, filter=ids_filter(ids[i:i + 1000]),
                                        output_fields=["id", *fields])
             out.update({r["id"]: r for r in rows})
         return out
@@ -273,7 +410,7 @@ class MilvusStore(Component):
 
     def _write(self, method: str, rows: list[dict]) -> None:
         for i in range(0, len(rows), self.batch_size):
-            getattr(self.client, method)(self.collection, rows[i:i + self.batch_size])
+            getattr(self.client, method)(self._name, rows[i:i + self.batch_size])
         self._fingerprint = None
 
     def _rows(self, records, vectors, seqs) -> list[dict]:
@@ -286,13 +423,14 @@ class MilvusStore(Component):
         """Insert records and their vectors (dense and BM25 in one write); an id already
         stored is an error (``upsert`` replaces)."""
         self._ready()
-        taken = self._existing([r["id"] for r in records], ())
-        if taken:
-            raise ValueError(f"item id {next(iter(taken))!r} is already in the collection; "
-                             f"use upsert to replace it, or delete it first")
-        start = self._seq()
-        rows = self._rows(records, vectors, range(start, start + len(records)))
-        self._write("insert", rows)
+        with self._publishing():
+            taken = self._existing([r["id"] for r in records], ())
+            if taken:
+                raise ValueError(f"item id {next(iter(taken))!r} is already in the "
+                                 f"collection; use upsert to replace it, or delete it first")
+            start = self._seq()
+            rows = self._rows(records, vectors, range(start, start + len(records)))
+            self._write("insert", rows)
         self._next_seq = start + len(records)
 
     def upsert(self, records: Sequence[dict], vectors: np.ndarray) -> tuple[int, int]:
@@ -300,12 +438,13 @@ class MilvusStore(Component):
         the corpus order); returns (added, replaced). On Milvus Lite the written rows get
         their own segment's BM25 statistics (see the module notes)."""
         self._ready()
-        old = self._existing([r["id"] for r in records])
-        n, seqs = self._seq(), []
-        for r in records:
-            seqs.append(old[r["id"]]["seq"] if r["id"] in old else n)
-            n += r["id"] not in old
-        self._write("upsert", self._rows(records, vectors, seqs))
+        with self._publishing():
+            old = self._existing([r["id"] for r in records])
+            n, seqs = self._seq(), []
+            for r in records:
+                seqs.append(old[r["id"]]["seq"] if r["id"] in old else n)
+                n += r["id"] not in old
+            self._write("upsert", self._rows(records, vectors, seqs))
         self._next_seq = n
         return len(records) - len(old), len(old)
 
@@ -314,7 +453,7 @@ class MilvusStore(Component):
         (Milvus's delete by ids echoes the ids it was given, found or not, so we look first.)"""
         found = list(self._existing(list(ids), ()))
         for i in range(0, len(found), 1000):
-            self.client.delete(self.collection, filter=ids_filter(found[i:i + 1000]))
+            self.client.delete(self._name, filter=ids_filter(found[i:i + 1000]))
         if found:
             self._fingerprint = None
         return len(found)
@@ -322,11 +461,11 @@ class MilvusStore(Component):
     def flush(self) -> None:
         """Seal what was written into segments (on a cluster: lets indexes build on them; on
         Milvus Lite: one segment, so one set of BM25 statistics, for the bulk load)."""
-        self._ready().flush(self.collection)
+        self._ready().flush(self._name)
 
     # -- reading ---------------------------------------------------------------------------
     def __len__(self) -> int:
-        rows = self._ready().query(self.collection, filter="", output_fields=["count(*)"])
+        rows = self._ready().query(self._name, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
 
     def get(self, ids: Sequence[str]) -> list[dict]:
@@ -340,7 +479,7 @@ class MilvusStore(Component):
 
     def _scan(self, fields: list[str]) -> list[dict]:
         with _quiet("pymilvus.client.iterator.query_iterator"):  # Lite: no session timestamp
-            it = self._ready().query_iterator(self.collection, batch_size=1000, filter="",
+            it = self._ready().query_iterator(self._name, batch_size=1000, filter="",
                                               output_fields=fields)
         rows = []
         try:
@@ -380,11 +519,11 @@ class MilvusStore(Component):
                                         expr=expr or None),
                     pm.AnnSearchRequest(data=data, anns_field="sparse", param={},
                                         limit=depth, expr=expr or None)]
-            res = c.hybrid_search(self.collection, reqs, ranker=pm.RRFRanker(extra["rrf_k"]),
+            res = c.hybrid_search(self._name, reqs, ranker=pm.RRFRanker(extra["rrf_k"]),
                                   limit=k, output_fields=out)
         else:
             params = self._dense_params(k) if field == "vector" else {}
-            res = c.search(self.collection, data=data, anns_field=field, filter=expr,
+            res = c.search(self._name, data=data, anns_field=field, filter=expr,
                            limit=k, output_fields=out, search_params=params)
         # BM25: Milvus Lite returns -score, a Milvus server +score; a BM25 score is >= 0
         fix = abs if field == "sparse" else float
@@ -402,7 +541,7 @@ class MilvusStore(Component):
         ``where`` (filtered inside Milvus's search)."""
         self._ready()
         q = check_vectors(vectors, self.dim_)
-        found = self._search("vector", q.tolist(), k, milvus_filter(where), ids_only=True)
+        found = self._search("vector", q.tolist(), k, self._where(where), ids_only=True)
         return ([[i for i, _ in hits] for hits in found],
                 [np.array([s for _, s in hits], dtype=np.float32) for hits in found])
 
@@ -410,7 +549,8 @@ class MilvusStore(Component):
                        where: Mapping[str, Any] | None = None) -> list[list[tuple[dict, float]]]:
         """Milvus's BM25 over the ``text`` field (analyzed by ``analyzer``): per query, the
         best ``k`` (record, BM25 score) pairs passing ``where``, best first."""
-        expr = milvus_filter(where)
+        self.require_bm25("keyword_search (BM25)")
+        expr = self._where(where)
         return self._search("sparse", list(queries), k, expr)
 
     def hybrid_search(self, queries: Sequence[str], vectors: np.ndarray, k: int,
@@ -419,7 +559,8 @@ class MilvusStore(Component):
         """Dense (``vectors``) and BM25 (``queries``) searches, each ``depth`` deep with
         ``where`` applied, fused inside Milvus by ``RRFRanker(rrf_k)`` in one
         ``hybrid_search`` call: per query, the best ``k`` (record, RRF score) pairs."""
-        expr = milvus_filter(where)
+        self.require_bm25("hybrid_search")
+        expr = self._where(where)
         self._ready()
         q = check_vectors(vectors, self.dim_, len(queries))
         return self._search("hybrid", list(queries), k, expr, vectors=q.tolist(),
@@ -439,6 +580,7 @@ class MilvusStore(Component):
             raise ValueError("this MilvusStore was given a token, and a save writes its "
                              "settings into manifest.json; pass the token through the "
                              "MILVUS_TOKEN environment variable instead")
+        self._publish()
         self.flush()
         (Path(folder) / "milvus.json").write_text(json.dumps(
             {"uri": self.uri, "collection": self.collection, "count": len(self)}),
