@@ -59,12 +59,16 @@ def _literal(value: Any, what: str) -> str:
                      f"str, int, float or bool values")
 
 
-def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata") -> str:
+def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata", *,
+                  nulls: bool = True) -> str:
     """``where`` (the ragbook filter language) as a Milvus boolean expression over the JSON
     ``field``, with the same meaning as ``ragbook.filters.matches``: '' for no filter,
     ``MATCH_NOTHING`` when nothing can pass (``{"k": []}``). A missing key fails every
     condition but ``$ne``/``$nin``, so those add ``is null or``. Values are quoted and
-    escaped; one that cannot be written raises, naming the key.
+    escaped; one that cannot be written raises, naming the key. ``nulls=False`` writes for a
+    Milvus server before 2.5, which cannot parse ``is null``: there ``!=`` is already true for
+    a missing key or a JSON null, and a condition that must exclude None raises (such a
+    server cannot tell a JSON null from a value).
 
     >>> milvus_filter({"plan": ["pro", "team"], "updated": {"$gte": "2025-01-01"}})
     '(metadata["plan"] == "pro" or metadata["plan"] == "team") and \
@@ -82,25 +86,37 @@ metadata["updated"] >= "2025-01-01"'
                 return f"({ors})" if len(vals) > 1 else ors
             ands = " and ".join(f"{path} != {v}" for v in vals)
             if any(v is None for v in value):  # a null value is "in" [None]: exclude it
+                _need_nulls(nulls, what, key)
                 return f"({path} is not null and {ands})" if vals else f"{path} is not null"
             if len(vals) > 1:
                 ands = f"({ands})"
+            if not nulls:
+                return ands
             return f"({path} is null or {ands})" if vals else ""
         if value is None:
             if op == "$ne":
+                _need_nulls(nulls, what, key)
                 return f"{path} is not null"
             if op == "$eq":
                 return MATCH_NOTHING
             raise ValueError(f"{what} is None; an ordering needs a number or a str")
         lit = _literal(value, what)
         if op == "$ne":
-            return f"({path} is null or {path} != {lit})"
+            return f"({path} is null or {path} != {lit})" if nulls else f"{path} != {lit}"
         return f"{path} {_OPS[op]} {lit}"
 
     terms = [t for t in translate_where(where, term) if t]
     if MATCH_NOTHING in terms:
         return MATCH_NOTHING
     return " and ".join(terms)
+
+
+def _need_nulls(nulls: bool, what: str, key: str) -> None:
+    if not nulls:
+        raise ValueError(f"{what} excludes None, which needs 'is not null': Milvus servers "
+                         f"before 2.5 cannot parse it (nor tell a JSON null from a value); "
+                         f"filter on the values you want instead (e.g. {{{key!r}: [...]}}), "
+                         f"or use Milvus >= 2.5 or Milvus Lite")
 
 
 def ids_filter(ids, field: str = "id") -> str:
