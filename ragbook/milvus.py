@@ -87,7 +87,14 @@ class MilvusRetriever(BaseRetriever):
         by both channels; hits return the item's own text. Returns self. Raises
         ``ValueError`` for blank texts, duplicate ids or bad vectors (naming the item),
         ``ModuleNotFoundError`` when pymilvus/milvus-lite are not installed (with the pip
-        command), ``MilvusLockedError`` when another process has the local database open."""
+        command), ``MilvusLockedError`` when another process has the local database open,
+        ``MilvusVersionError`` for ``bm25``/``hybrid`` on a Milvus server before 2.5. Rows
+        that a Milvus server could not store (text over 65,535 bytes, an int outside int64)
+        are refused before anything is embedded, and the collection being replaced stays
+        live until the new one is written (``MilvusStore.create``)."""
+        if self.mode != "dense":
+            self.store.require_bm25(f"mode={self.mode!r}")
+        self.store.check_records(records_from(items, contexts))
         dense = DenseIndex(self.encoder, self.store).build(items, vectors, contexts)
         t = time.perf_counter()
         dense.store_.flush()
@@ -101,10 +108,13 @@ class MilvusRetriever(BaseRetriever):
         """Reopen a collection written by ``build`` (this or another session): ``store`` is
         a ``MilvusStore`` or just its uri. The query encoder must be the one that built it:
         checked now, not at the first query (``EncoderMismatchError``).
-        ``FileNotFoundError`` when there is no such collection."""
+        ``FileNotFoundError`` when there is no such collection, ``MilvusVersionError`` for
+        ``bm25``/``hybrid`` on a collection without BM25 (a Milvus server before 2.5)."""
         store = store if isinstance(store, MilvusStore) else MilvusStore(store)
         self = cls(encoder, store, mode=mode, depth=depth, rrf_k=rrf_k)
         self.dense_ = DenseIndex.from_store(store.open(), self.encoder)
+        if mode != "dense":
+            store.require_bm25(f"mode={mode!r}")
         return self
 
     def add(self, items: Sequence[Chunk | Document], vectors: np.ndarray | None = None
