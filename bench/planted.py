@@ -1,11 +1,12 @@
 """Planted instructions: how many red-team variants each signal catches, and what it flags
 in documents that plant nothing.
 
-Red team: ``data/redteam/planted.jsonl`` — 66 variants (paraphrases, 10 languages, split
+Red team: ``data/redteam/planted.jsonl`` — 81 variants (paraphrases, 10 languages, split
 sentences, zero-width / soft-hyphen / fullwidth / homoglyph disguises, HTML comments, hidden
 markup, Markdown links, "SYSTEM:" headers). The 20 ``heldout`` variants were written and
 committed before the detector was changed and never tuned on; the 46 ``tune`` ones were
-written next and the patterns adjusted until they were caught. A variant is *caught* when
+written next and the patterns adjusted until they were caught; the 15 ``fresh`` ones were
+written after that tuning and never tuned on either. A variant is *caught* when
 every sentence of it that holds text (its ``context`` sentences, benign on purpose, aside) is
 flagged.
 
@@ -98,12 +99,12 @@ def main():
     args = ap.parse_args()
 
     rows = load_redteam()
-    split = {r["id"]: r["split"] for r in rows}
-    tune = [r for r in rows if r["split"] == "tune"]
-    held = [r for r in rows if r["split"] == "heldout"]
+    parts = {name: [r for r in rows if r["split"] == name]
+             for name in ("tune", "heldout", "fresh")}
     langs = sorted({r["lang"] for r in rows})
-    print(f"red team: {len(rows)} variants ({len(tune)} tune, {len(held)} held out), "
-          f"{len(langs)} languages ({', '.join(langs)})")
+    print(f"red team: {len(rows)} variants ("
+          + ", ".join(f"{len(v)} {k}" for k, v in parts.items())
+          + f"), {len(langs)} languages ({', '.join(langs)})")
 
     caught, n_benign, false, ms, purpose = patterns(rows)
     print(f"benign: {n_benign} sentences (help centre + Python docs); the help centre's own "
@@ -129,13 +130,13 @@ def main():
         for r in rows:
             parts = [normalise(r["text"][a:z]) for a, z in needed(r)]
             per_row[r["id"]] = signal.scores(parts)
-        print("embedding threshold sweep (min_cosine: tune caught, held-out caught, "
+        print("embedding threshold sweep (min_cosine: tune, held-out, fresh caught; "
               "benign false positives):")
         for th in (0.86, 0.88, 0.90, 0.92, 0.94):
             ok = {i: bool((s >= th).all()) for i, s in per_row.items()}
-            print(f"  {th:.2f}: {sum(ok[r['id']] for r in tune)}/{len(tune)}, "
-                  f"{sum(ok[r['id']] for r in held)}/{len(held)}, "
-                  f"{int((benign_scores >= th).sum())} / {len(texts)}")
+            print(f"  {th:.2f}: " + ", ".join(f"{sum(ok[r['id']] for r in v)}/{len(v)}"
+                                             for v in parts.values())
+                  + f"; {int((benign_scores >= th).sum())} / {len(texts)}")
         zero_fp = float(np.nextafter(benign_scores.max(), 1))
         print(f"highest benign cosine {benign_scores.max():.4f} "
               f"({texts[int(benign_scores.argmax())][:80]!r}); zero false positives needs "
@@ -155,15 +156,14 @@ def main():
                       f"(sample)", ms + ms_e))
         print(f"zero-false-positive threshold on this sample: {zero_fp:.4f}")
 
-    print("\n| signal | tune caught | held-out caught | all caught | benign false positives | "
-          "ms / sentence |")
-    print("|---|---|---|---|---|---|")
+    print("\n| signal | tune caught | held-out caught | fresh caught | all caught | "
+          "benign false positives | ms / sentence |")
+    print("|---|---|---|---|---|---|---|")
     for name, got, fp, speed in table:
-        t_ok = sum(got[i] for i in got if split[i] == "tune")
-        h_ok = sum(got[i] for i in got if split[i] == "heldout")
-        print(f"| {name} | {t_ok}/{len(tune)} | {h_ok}/{len(held)} | "
-              f"{t_ok + h_ok}/{len(rows)} ({(t_ok + h_ok) / len(rows):.0%}) | {fp} | "
-              f"{speed:.2f} |")
+        ok = {k: sum(got[r["id"]] for r in v) for k, v in parts.items()}
+        total = sum(ok.values())
+        print(f"| {name} | " + " | ".join(f"{ok[k]}/{len(v)}" for k, v in parts.items())
+              + f" | {total}/{len(rows)} ({total / len(rows):.0%}) | {fp} | {speed:.2f} |")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def test_redteam_set_is_large_varied_and_caught():
     assert len({r["lang"] for r in rows} - {"en"}) >= 5
     assert {"split", "zero-width", "homoglyph", "fullwidth", "soft-hyphen", "html-comment",
             "markdown-link", "header"} <= {r["kind"] for r in rows}
-    for part in (held, tune):
+    for part in (held, tune, rows):     # frozen before tuning, tuned on, all (with "fresh")
         missed = [r["id"] for r in part if not caught(r)]
         assert 1 - len(missed) / len(part) >= 0.95, missed
 

@@ -151,6 +151,11 @@ _AI = (r"(?:a\.?i\.?(?:[- ](?:systems?|assistants?|models?|agents?|tools?|bots?|
        r"assistants?|(?:automated|autonomous) (?:systems?|agents?|readers?|tools?)|"
        r"(?:ai |language |machine[- ]learning )?models?|bots?|crawlers?|scrapers?|summari[sz]ers?|"
        r"retrieval systems?|rag (?:systems?|pipelines?))")
+# the words that open the rules addressing a model ("a.i." is a substring anchor)
+_AI_ANCHORS = ("ai a.i. llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot "
+               "bots assistant assistants model models intelligence crawler crawlers scraper "
+               "scrapers summarizer summariser summarizers summarisers retrieval rag automated "
+               "autonomous language machine")
 _EN_OBJECT = (r"(?:instructions?|prompts?|rules|guidelines|directions|directives|guidance|orders|"
               r"programming|(?:the |all |everything |anything )?(?:above|before this)\b|"
               r"what (?:you (?:were|have been|'ve been) (?:told|given|instructed|asked)|"
@@ -177,47 +182,33 @@ _RULES: list[tuple[str, str, str]] = [
      r"don't (?:follow|obey|heed)|stop (?:following|obeying)|no longer (?:follow|"
      r"obey))\b(?:\W+\w+){0,4}?\W+" + _EN_OBJECT),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"\b(?:note|notes|message|memo|instructions?|attention|notice|reminder|"
      r"directive|warning|important|information|hint|request|p\.?s\.?)\b[^.!?]{0,30}?"
      r"\b(?:for|to)\s+(?:all\s+|any\s+|every\s+|each\s+|the\s+)?" + _AI + r"\b"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"^\W*(?:dear|hey|hi|hello|attention|attn|psst|to|for|calling)\W+(?:the\s+|all\s+|"
      r"any\s+)?" + _AI + r"\b"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"^\W*(?:a\.?i\.?|llm|chat ?gpt|gpt|chat ?bot|(?:ai |virtual )?assistant|"
      r"language model|ai model|bot)s?\s*[:,!]"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"\b(?:if|when|whenever|in case|since)\s+(?:you(?:'re| are)|you're)\s+"
      r"(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?" + _AI + r"\b"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"\bas\s+an?\s+(?:ai|assistant|(?:large\s+)?language\s+model|llm|chatbot)\b"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"\b(?:any|every|each|all|the)\s+" + _AI + r"\s+(?:that|who|which)?\s*(?:is\s+|are\s+)?"
      r"(?:reads?|reading|process(?:es|ing)?|pars(?:es|ing)|summari[sz](?:es|ing)|"
      r"index(?:es|ing)|crawl(?:s|ing)|ingest(?:s|ing)|sees?|seeing|answer(?:s|ing))\s+"
      r"(?:this|these|the following)\b"),
     ("address",
-     "ai llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot bots assistant "
-     "assistants model models intelligence crawler crawlers scraper scrapers summarizer summariser "
-     "summarizers summarisers retrieval rag automated autonomous language machine",
+     _AI_ANCHORS,
      r"\b" + _AI + r"\s+(?:reading|processing|parsing|summari[sz]ing|seeing|"
      r"ingesting)\s+(?:this|these)\b"),
     ("role",
