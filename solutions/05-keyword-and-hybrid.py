@@ -117,12 +117,12 @@ check("bm25_term_score", bm25_term_score)
 # RRF (Cormack, Clarke & Büttcher, 2009) gives each document, from each ranked list that
 # contains it,
 #
-#     1 / (k + rank)          ranks counting from 1, k = 60 by default
+#     1 / (rrf_k + rank)      ranks counting from 1, rrf_k = 60 by default
 #
 # and adds these up. A document both lists like rises; one that only one list likes survives,
 # lower; one that neither ranks stays down.
 #
-# **Task.** `rrf(rankings, k)` takes a list of rankings (each a list of doc ids, best first)
+# **Task.** `rrf(rankings, rrf_k)` takes a list of rankings (each a list of doc ids, best first)
 # and returns a list of `(doc_id, score)` tuples for every document in any ranking, sorted by
 # score, highest first; equal scores are ordered by id.
 #
@@ -136,17 +136,17 @@ check("bm25_term_score", bm25_term_score)
 # **Why ranks and not scores.** BM25 scores are unbounded and depend on the corpus (a score of
 # 14 means nothing on its own), while cosine similarities sit between -1 and 1. Adding them
 # would need a calibration between the two scales, and it would break whenever the corpus
-# changed. A rank means the same in every list. `k` damps the top: with `k = 60`, rank 1 is
+# changed. A rank means the same in every list. `rrf_k` damps the top: with `rrf_k = 60`, rank 1 is
 # worth 1/61 and rank 10 1/70, so one list's favourite cannot outvote broad agreement.
 
 # %%
-def rrf(rankings, k):
+def rrf(rankings, rrf_k):
     """Fuse ranked lists of ids by reciprocal rank; [(id, score)], best first, ties by id."""
     ### BEGIN SOLUTION hint: accumulate a dict {id: total} with enumerate(ranking, 1); sort its items with a key that puts high scores first and breaks ties by id
     totals = {}
     for ranking in rankings:
         for rank, doc in enumerate(ranking, 1):
-            totals[doc] = totals.get(doc, 0.0) + 1.0 / (k + rank)
+            totals[doc] = totals.get(doc, 0.0) + 1.0 / (rrf_k + rank)
     return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
     ### END SOLUTION
 

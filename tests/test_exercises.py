@@ -103,7 +103,7 @@ def test_every_registered_exercise_has_a_solution():
 def test_wrong_answer_shows_input_expected_and_got(capsys):
     from ragbook.chunking import rough_window_count
 
-    assert check("window_count", rough_window_count) is False
+    assert not check("window_count", rough_window_count)
     out = capsys.readouterr().out
     # the rough count agrees until 50% overlap: the first failing case is (100000, 500, 250)
     assert re.match(r"\[check\] window_count: FAILED \(\d+ of \d+ cases\)\n", out), out
@@ -118,7 +118,7 @@ def test_unrelated_exception_is_feedback_not_a_crash(capsys):
     def broken(total, size, overlap):
         return total / 0
 
-    assert check("window_count", broken) is False
+    assert not check("window_count", broken)
     out = capsys.readouterr().out
     n = len(list(grading.EXERCISES["window_count"].cases()))
     assert f"[check] window_count: FAILED ({n} of {n} cases)" in out   # one raise stops nothing
@@ -129,7 +129,7 @@ def test_unrelated_exception_is_feedback_not_a_crash(capsys):
                                          ("window_count", [1, 2]),
                                          ("sliding_windows", None)])
 def test_result_of_the_wrong_kind_is_feedback_not_a_crash(capsys, name, result):
-    assert check(name, lambda *args: result) is False
+    assert not check(name, lambda *args: result)
     out = capsys.readouterr().out
     assert f"[check] {name}: FAILED (" in out and "first failing case (1 of" in out
     assert "got:" in out
@@ -139,11 +139,11 @@ def test_not_implemented_and_pass_and_unknown(capsys):
     def blank(c):
         raise NotImplementedError("hint")
 
-    assert check("distance_from_cosine", blank) is False
+    assert not check("distance_from_cosine", blank)
     assert "[check] distance_from_cosine: NOT IMPLEMENTED" in capsys.readouterr().out
-    assert check("distance_from_cosine", lambda c: (2 - 2 * c) ** 0.5) is True
+    assert check("distance_from_cosine", lambda c: (2 - 2 * c) ** 0.5)
     assert "[check] distance_from_cosine: PASSED" in capsys.readouterr().out
-    assert check("no_such_exercise", blank) is False
+    assert not check("no_such_exercise", blank)
     assert "UNKNOWN" in capsys.readouterr().out
 
 
@@ -198,7 +198,7 @@ def test_check_never_raises_and_always_gives_feedback(capsys, name, learner):
     """Whatever the learner's function does, check prints a FAILED report with the count of
     failed cases and the first in detail (input, what went wrong, hint) and returns False; it
     never raises."""
-    assert check(name, BAD_LEARNERS[learner]) is False
+    assert not check(name, BAD_LEARNERS[learner])
     out = capsys.readouterr().out
     assert re.match(rf"\[check\] {name}: FAILED \(\d+ of \d+ cases\)\n", out), out
     assert "first failing case (1 of" in out, out
@@ -206,20 +206,20 @@ def test_check_never_raises_and_always_gives_feedback(capsys, name, learner):
 
 
 def test_raised_exception_is_named_in_the_feedback(capsys):
-    assert check("minmax_normalise", _raises_value_error) is False
+    assert not check("minmax_normalise", _raises_value_error)
     out = capsys.readouterr().out
     assert "raised:   ValueError: learner bug" in out and "hint:" in out
 
 
 def test_wrong_type_is_shown_as_got(capsys):
-    assert check("rescued_documents", lambda *a: {"k1"}) is False   # a set, not a list
+    assert not check("rescued_documents", lambda *a: {"k1"})   # a set, not a list
     assert "got:      {'k1'}" in capsys.readouterr().out
 
 
 def test_not_a_function_and_bad_names_are_feedback(capsys):
-    assert check("cosine", 0.96) is False                      # called it instead of passing it
+    assert not check("cosine", 0.96)                      # called it instead of passing it
     assert "[check] cosine: FAILED" in capsys.readouterr().out
-    assert check(["cosine"], lambda a, b: 0.0) is False        # unhashable name
+    assert not check(["cosine"], lambda a, b: 0.0)        # unhashable name
     assert "UNKNOWN" in capsys.readouterr().out
 
 
@@ -230,7 +230,7 @@ def test_a_broken_grader_is_reported_not_raised(capsys, monkeypatch):
 
     monkeypatch.setitem(grading.EXERCISES, "broken_grader",
                         grading.Exercise("broken_grader", "n/a", cases))
-    assert check("broken_grader", lambda: None) is False
+    assert not check("broken_grader", lambda: None)
     out = capsys.readouterr().out
     assert out.startswith("[check] broken_grader: FAILED (the grader could not build its cases")
 
@@ -258,8 +258,8 @@ def test_every_worked_solution_passes_and_every_blank_is_not_implemented(capsys)
         raise NotImplementedError("write me")
 
     for name in grading.EXERCISES:
-        assert check(name, functions[name]) is True, capsys.readouterr().out
-        assert check(name, blank) is False
+        assert check(name, functions[name]), capsys.readouterr().out
+        assert not check(name, blank)
         assert "NOT IMPLEMENTED" in capsys.readouterr().out
 
 
@@ -280,7 +280,7 @@ def test_the_graders_know_common_mistakes():
 def test_every_mistake_is_reported_by_name(capsys, name, mistake):
     """Each wrong key differs from the answer key on some case, and a learner who makes
     that mistake gets the count of failed cases and the named advice."""
-    assert check(name, mistake.wrong) is False
+    assert not check(name, mistake.wrong)
     out = capsys.readouterr().out
     total = len(list(grading.EXERCISES[name].cases()))
     assert re.match(rf"\[check\] {name}: FAILED \(\d+ of {total} cases\)\n", out), out
@@ -344,7 +344,7 @@ HAND_WRITTEN = [  # (exercise, a learner's own wrong function, the mistake it sh
     ("mean_reciprocal_rank", mrr_of(rr_k_short), "a k off by one"),
     ("reciprocal_rank", rr_from_0, "ranks counted from 0"),
     ("mean_reciprocal_rank", mrr_of(rr_from_0), "ranks counted from 0"),
-    ("recall_at_k", recall_over_k, "recall divided by k"),
+    ("recall_at_k", recall_over_k, "precision@k handed in as recall"),
     ("recall_at_k", recall_k_short, "a k off by one"),
     ("hit_at_k", hit_k_short, "a k off by one"),
     ("ndcg_at_k", ndcg_log2_rank, "a discount of log2(rank)"),
@@ -357,14 +357,14 @@ HAND_WRITTEN = [  # (exercise, a learner's own wrong function, the mistake it sh
 @pytest.mark.parametrize("name,fn,mistake", HAND_WRITTEN,
                          ids=[f"{n}: {m}" for n, _, m in HAND_WRITTEN])
 def test_a_learners_own_wrong_code_is_recognised(capsys, name, fn, mistake):
-    assert check(name, fn) is False
+    assert not check(name, fn)
     out = capsys.readouterr().out
     assert re.match(rf"\[check\] {name}: FAILED \(\d+ of \d+ cases\)\n", out), out
     assert f"your answer matches {mistake}" in out, out
 
 
 def test_an_unrelated_wrong_answer_names_no_mistake(capsys):
-    assert check("recall_at_k", lambda relevant, ranked, k: 0.5) is False
+    assert not check("recall_at_k", lambda relevant, ranked, k: 0.5)
     out = capsys.readouterr().out
     assert "FAILED (" in out and "matches" not in out
 
@@ -375,7 +375,7 @@ def test_a_raise_in_one_case_does_not_stop_the_count(capsys):
             raise IndexError("list index out of range")
         return evaluate.recall_at_k(relevant, ranked, k)
 
-    assert check("recall_at_k", fails_twice) is False
+    assert not check("recall_at_k", fails_twice)
     out = capsys.readouterr().out
     empty = sum(1 for c in grading.EXERCISES["recall_at_k"].cases() if not c.args[1])
     assert out.startswith(f"[check] recall_at_k: FAILED ({empty} of "), out
@@ -428,3 +428,43 @@ def test_try_it_cell_with_a_broken_function_prints_one_line(capsys, chapter):
     out = capsys.readouterr().out
     assert "raised TypeError: unsupported operand; run its check cell above" in out, out
     assert "Traceback" not in out
+
+
+
+def test_a_check_cell_echoes_nothing_but_the_verdict_is_usable():
+    """The printed report is the feedback: the value check returns must not add a bare
+    True/False under every check cell (IPython calls _ipython_display_ instead of its repr)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    verdict = check("distance_from_cosine", lambda c: (2 - 2 * c) ** 0.5)
+    assert verdict and not check("distance_from_cosine", lambda c: c)
+    assert InteractiveShell.instance().display_formatter.format(verdict) == ({}, {})
+
+
+def test_real_data_cases_name_the_input_and_the_first_question_that_differs(capsys):
+    """precision@k handed in as recall, on the real dev questions: the report names the input
+    in words (not a truncated list), the first question whose own recall differs, and the
+    mistake."""
+    def precision_as_recall(relevant, rankings, k):
+        return sum(len({d for d, r in rel.items() if r > 0} & set(ranked[:k])) / k
+                   for rel, ranked in zip(relevant, rankings, strict=True)) / len(relevant)
+
+    assert not check("mean_recall", precision_as_recall)
+    out = capsys.readouterr().out
+    assert "input:    BM25's top 10 for the first" in out and "..." not in out.split("\n")[2]
+    assert re.search(r"first item that differs: \S+ '.+'\n  its input: \[\{", out), out
+    assert "your answer matches precision@k handed in as recall" in out
+
+
+@pytest.mark.parametrize("name, wrong, mistake", [
+    ("corpus_idf", lambda docs, term: math.log(
+        1 + (len(docs) - sum(d.count(term) for d in docs) + 0.5)
+        / (sum(d.count(term) for d in docs) + 0.5)), "document frequency counting occurrences"),
+    ("rrf", lambda rankings, rrf_k: sorted(
+        {d: sum(1 / (rrf_k + r.index(d)) for r in rankings if d in r)
+         for rank in rankings for d in rank}.items(), key=lambda t: (-t[1], t[0])),
+     "ranks counted from 0"),
+])
+def test_common_mistakes_are_named(capsys, name, wrong, mistake):
+    assert not check(name, wrong)
+    assert f"your answer matches {mistake}" in capsys.readouterr().out

@@ -87,10 +87,16 @@ def split_with_offsets_cases():
                   "window_count for each article's token count, added up over the corpus")
 def corpus_chunk_count_cases():
     """Every help-centre article's token count, at four (size, overlap)."""
-    counts = list(helpcentre_tokens().values())
+    tokens = helpcentre_tokens()
+    counts = list(tokens.values())
     for size, overlap in ((256, 32), (128, 13), (512, 0), (1000, 100)):
         yield Case((counts, size, overlap),
-                   sum(chunking.window_count(t, size, overlap) for t in counts))
+                   sum(chunking.window_count(t, size, overlap) for t in counts),
+                   about=f"the token counts of the {len(counts)} help-centre articles, "
+                         f"size={size}, overlap={overlap}",
+                   items=lambda size=size, overlap=overlap: (
+                       (f"article {doc!r} ({t} tokens)", ([t], size, overlap),
+                        chunking.window_count(t, size, overlap)) for doc, t in tokens.items()))
 
 
 def _longest_article():

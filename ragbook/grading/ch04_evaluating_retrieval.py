@@ -71,8 +71,9 @@ _K_SHORT = ("a k off by one (ranked[:k-1])", "the first k results are ranked[:k]
 _K_IGNORED = ("no cut at k", "only the first k results count: slice with ranked[:k]")
 _RECALL_MISTAKES = (Mistake(*_K_SHORT, _shorter_k(evaluate.recall_at_k)),
                     Mistake(*_K_IGNORED, _ignoring_k(evaluate.recall_at_k)),
-                    Mistake("recall divided by k", "recall divides by the number of relevant "
-                            "documents, not by k (that would be precision)", _recall_over_k))
+                    Mistake("precision@k handed in as recall", "recall divides by the number "
+                            "of relevant documents; dividing by k gives precision@k",
+                            _recall_over_k))
 _RR_MISTAKES = (Mistake(*_K_SHORT, _shorter_k(evaluate.reciprocal_rank)),
                 Mistake(*_K_IGNORED, _ignoring_k(evaluate.reciprocal_rank)),
                 Mistake("ranks counted from 0", "enumerate(..., 1): the top result has rank 1, "
@@ -160,9 +161,10 @@ def ndcg_at_k_cases():
 # -- on the real corpus
 
 def _hc_dev_run(k: int = 10):
-    """(qrels list, rankings) of BM25 on the help centre's answerable dev questions."""
+    """(qrels list, rankings, labels) of BM25 on the help centre's answerable dev questions."""
     qs = answerable_dev_questions(None)
-    return [{d: 1 for d in q.gold} for q in qs], [bm25_ranking(q.text, k) for q in qs]
+    return ([{d: 1 for d in q.gold} for q in qs], [bm25_ranking(q.text, k) for q in qs],
+            [f"{q.id} {q.text!r}" for q in qs])
 
 
 def _mean_recall(relevant, rankings, k) -> float:
@@ -171,15 +173,33 @@ def _mean_recall(relevant, rankings, k) -> float:
     return evaluate.evaluate(qrels, run, f"recall@{k}")
 
 
+def _mean_precision(relevant, rankings, k) -> float:
+    """Wrong: precision@k (found / k) averaged, handed in as recall."""
+    return sum(_recall_over_k(rel, ranked, k)
+               for rel, ranked in zip(relevant, rankings, strict=True)) / len(relevant)
+
+
 @CHAPTER.exercise("mean_recall",
                   "recall@k of each question (its relevant documents found in the first k, as "
-                  "a share), then the mean over the questions")
+                  "a share), then the mean over the questions",
+                  mistakes=(Mistake(_RECALL_MISTAKES[2].name, _RECALL_MISTAKES[2].advice,
+                                    _mean_precision),))
 def mean_recall_cases():
-    """BM25's rankings of every answerable dev question, at k = 1, 5, 10, and of five at 3."""
-    relevant, rankings = _hc_dev_run()
+    """BM25's rankings of every answerable dev question, at k = 1, 5, 10, and of five at 3;
+    a failure names the first question whose own recall differs."""
+    relevant, rankings, labels = _hc_dev_run()
+
+    def case(n: int, k: int) -> Case:
+        rel, ranked = relevant[:n], rankings[:n]
+        return Case((rel, ranked, k), _mean_recall(rel, ranked, k),
+                    about=f"BM25's top 10 for the first {n} answerable help-centre dev "
+                          f"questions, their gold documents, k={k}",
+                    items=lambda: ((labels[i], ([rel[i]], [ranked[i]], k),
+                                    _mean_recall([rel[i]], [ranked[i]], k)) for i in range(n)))
+
     for k in (1, 5, 10):
-        yield Case((relevant, rankings, k), _mean_recall(relevant, rankings, k))
-    yield Case((relevant[:5], rankings[:5], 3), _mean_recall(relevant[:5], rankings[:5], 3))
+        yield case(len(relevant), k)
+    yield case(5, 3)
 
 
 @CHAPTER.exercise("predict_bm25_recall",
@@ -187,6 +207,7 @@ def mean_recall_cases():
                   "look-alike pages; BM25 only matches words")
 def predict_bm25_recall_cases():
     """The learner's guess of BM25's mean recall@5 on the dev split, within 0.15."""
-    actual = _mean_recall(*_hc_dev_run(), 5)
+    relevant, rankings, _ = _hc_dev_run()
+    actual = _mean_recall(relevant, rankings, 5)
     yield Case((), verify=predicted(actual, lambda p: abs(p - actual) <= 0.15,
                                     "a prediction within 0.15 passes"))

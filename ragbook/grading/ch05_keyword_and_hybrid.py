@@ -46,35 +46,36 @@ def bm25_term_score_cases():
         yield Case(args, bm25.term_weight(*args))
 
 
-def _rrf_ids(rankings, k):
+def _rrf_ids(rankings, rrf_k):
     hits = [[Hit(d, 0.0, r) for r, d in enumerate(rank, 1)] for rank in rankings]
-    return [(h.id, h.score) for h in fusion.reciprocal_rank_fusion(hits, rrf_k=k)]
+    return [(h.id, h.score) for h in fusion.reciprocal_rank_fusion(hits, rrf_k=rrf_k)]
 
 
 def _rrf_variant(first_rank: int, ties_by_id: bool):
     """RRF with ranks counted from ``first_rank``, ties broken by id or left as first seen."""
-    def rrf(rankings, k):
+    def rrf(rankings, rrf_k):
         totals = {}
         for ranking in rankings:
             for rank, doc in enumerate(ranking, first_rank):
-                totals[doc] = totals.get(doc, 0.0) + 1.0 / (k + rank)
+                totals[doc] = totals.get(doc, 0.0) + 1.0 / (rrf_k + rank)
         return sorted(totals.items(), key=lambda t: (-t[1], t[0]) if ties_by_id else -t[1])
     return rrf
 
 
-@CHAPTER.exercise("rrf", "each list adds 1 / (k + rank) to a document it contains, ranks "
-                         "counting from 1; sort by the total, highest first, ties by id",
+@CHAPTER.exercise("rrf", "each list adds 1 / (rrf_k + rank) to a document it contains, "
+                         "ranks counting from 1; sort by the total, highest first, ties by id",
                   mistakes=(Mistake("ranks counted from 0", "enumerate(ranking, 1): the top "
-                                    "document adds 1 / (k + 1)", _rrf_variant(0, True)),
+                                    "document adds 1 / (rrf_k + 1)", _rrf_variant(0, True)),
                             Mistake("ties left in the order first seen", "sort with a key of "
                                     "(-total, id), so equal totals come out by id",
                                     _rrf_variant(1, False))))
 def rrf_cases():
-    """Overlapping, disjoint, empty and tied rankings, at k = 60, 0 and 1."""
-    for rankings, k in (([["a", "b", "c"], ["b", "a"]], 60), ([["a", "b", "c"], ["c", "d"]], 60),
-                        ([["x"], [], ["y", "x"]], 60), ([["a", "b"], ["b", "a"]], 0),
-                        ([["p", "q", "r"]], 1), ([["b", "a"], ["a", "b"]], 60)):
-        yield Case((rankings, k), _rrf_ids(rankings, k))
+    """Overlapping, disjoint, empty and tied rankings, at rrf_k = 60, 0 and 1."""
+    for rankings, rrf_k in (([["a", "b", "c"], ["b", "a"]], 60),
+                            ([["a", "b", "c"], ["c", "d"]], 60), ([["x"], [], ["y", "x"]], 60),
+                            ([["a", "b"], ["b", "a"]], 0), ([["p", "q", "r"]], 1),
+                            ([["b", "a"], ["a", "b"]], 60)):
+        yield Case((rankings, rrf_k), _rrf_ids(rankings, rrf_k))
 
 
 @CHAPTER.exercise("rescued_documents",
@@ -125,14 +126,26 @@ def _idf_from_index(term: str) -> float:
     return bm25.idf_lucene(len(idx), 0)
 
 
+def _idf_counting_occurrences(docs, term):
+    """Wrong: n counts every occurrence of the term, not the documents containing it."""
+    return bm25.idf_lucene(len(docs), sum(d.count(term) for d in docs))
+
+
 @CHAPTER.exercise("corpus_idf",
                   "n = the number of documents whose token list contains the term (once per "
-                  "document); then Lucene's IDF: log(1 + (N - n + 0.5) / (n + 0.5))")
+                  "document); then Lucene's IDF: log(1 + (N - n + 0.5) / (n + 0.5))",
+                  mistakes=(Mistake("document frequency counting occurrences", "n is the "
+                                    "number of documents that contain the term at least once "
+                                    "(term in set(doc)), not how often it occurs",
+                                    _idf_counting_occurrences),))
 def corpus_idf_cases():
     """Every article's tokens, with rare, common and absent terms."""
     docs = _hc_doc_terms()
     for term in ("refund", "plan", "saml", "invoice", "zebra"):
-        yield Case((docs, term), _idf_from_index(term))
+        n = sum(term in set(d) for d in docs)
+        yield Case((docs, term), _idf_from_index(term),
+                   about=f"the {len(docs)} help-centre articles as token lists, term {term!r} "
+                         f"(in {n} of them)")
 
 
 @CHAPTER.exercise("predict_plan_df",

@@ -13,7 +13,7 @@ from typing import Any
 from .core import Case, Exercise, Mistake, describe, same, show
 from .registry import EXERCISES
 
-__all__ = ["check", "trying"]
+__all__ = ["check", "trying", "Verdict"]
 
 
 @dataclass
@@ -77,52 +77,98 @@ def _matching_mistakes(ex: Exercise, cases: list[Case], outcomes: list[_Outcome]
     return found
 
 
-def check(name: str, fn: Callable) -> bool:
-    """Run exercise ``name`` against ``fn``; print feedback; return True when all cases pass.
+def check(name: str, fn: Callable) -> Verdict:
+    """Run exercise ``name`` against ``fn``; print feedback; return a ``Verdict``, true when
+    all cases pass.
 
     Never raises: whatever ``fn`` does (raises, returns None, a wrong type, NaN), the
     outcome is a printed report and False. Only a keyboard interrupt gets through."""
     if not isinstance(name, str) or name not in EXERCISES:
         print(f"[check] {show(name, 80)}: UNKNOWN exercise; known ones: "
               f"{', '.join(sorted(EXERCISES))}")
-        return False
+        return Verdict(False)
     ex = EXERCISES[name]
     try:
         cases = list(ex.cases())
     except Exception as err:  # a bug in the grader or the package, not the learner's
         print(f"[check] {name}: FAILED (the grader could not build its cases: "
               f"{describe(err)}); this is not your code's fault, please report it")
-        return False
+        return Verdict(False)
     total = len(cases)
     if not callable(fn):
         print(f"[check] {name}: FAILED ({total} of {total} cases)\n  got:      {show(fn, 80)}, "
               f"which is not a function; pass the function itself, without calling it\n"
               f"  hint:     {ex.hint}")
-        return False
+        return Verdict(False)
     try:
         outcomes = [_call(fn, case) for case in cases]
     except NotImplementedError:
         print(f"[check] {name}: NOT IMPLEMENTED (replace `raise NotImplementedError` "
               f"with your code; its message is a first hint)")
-        return False
+        return Verdict(False)
     problems = [_problem(out, c, ex.tolerance) for out, c in zip(outcomes, cases, strict=True)]
     failed = [n for n, p in enumerate(problems) if p]
     if not failed:
         print(f"[check] {name}: PASSED ({total}/{total} cases)")
-        return True
+        return Verdict(True)
     first = failed[0]
     case = cases[first]
-    call = ", ".join([show(a, 80) for a in case.args] +
-                     [f"{k}={show(v, 80)}" for k, v in case.kwargs.items()])
     lines = [f"[check] {name}: FAILED ({len(failed)} of {total} cases)",
              f"  first failing case ({first + 1} of {total}):",
-             f"  input:    {call}", f"  {problems[first]}"]
+             f"  input:    {case.about or _call_text(case)}", f"  {problems[first]}"]
+    lines += _first_differing_item(fn, case, ex.tolerance)
     named = dict.fromkeys(f"  mistake:  your answer matches {m.name} — check {m.advice}"
                           for m in _matching_mistakes(ex, cases, outcomes))
     lines += list(named)
     lines.append(f"  hint:     {ex.hint}")
     print("\n".join(lines))
-    return False
+    return Verdict(False)
+
+
+def _call_text(case: Case) -> str:
+    return ", ".join([show(a, 80) for a in case.args] +
+                     [f"{k}={show(v, 80)}" for k, v in case.kwargs.items()])
+
+
+def _first_differing_item(fn: Callable, case: Case, tol: float) -> list[str]:
+    """For a result over many questions (``Case.items``): the first question whose own
+    result differs, with its input, the expected and the learner's value."""
+    if case.items is None:
+        return []
+    try:
+        items = list(case.items())
+    except Exception:  # the grader's bug: the main report still stands
+        return []
+    for label, args, expected in items:
+        sub = Case(args, expected)
+        try:
+            problem = _problem(_call(fn, sub), sub, tol)
+        except NotImplementedError:
+            return []
+        if problem:
+            return [f"  first item that differs: {label}", f"  its input: {_call_text(sub)}",
+                    f"  {problem}"]
+    return []
+
+
+class Verdict:
+    """What ``check`` returns: true when every case passed. It displays nothing in a
+    notebook — the printed report is the feedback, and a bare ``True``/``False`` under every
+    check cell would only repeat it."""
+
+    __slots__ = ("passed",)
+
+    def __init__(self, passed: bool):
+        self.passed = passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"Verdict(passed={self.passed})"
+
+    def _ipython_display_(self) -> None:
+        """Show nothing (IPython calls this instead of echoing the repr)."""
 
 
 def _listing(names: tuple[str, ...], last: str) -> str:

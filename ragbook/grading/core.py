@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +25,19 @@ __all__ = ["Case", "Mistake", "Exercise", "Chapter", "same", "describe", "show",
 @dataclass
 class Case:
     """One call of the learner's function: ``args`` in, ``expected`` out (compared with
-    ``same``), or a ``verify(result) -> error message | None`` for property checks."""
+    ``same``), or a ``verify(result) -> error message | None`` for property checks.
+
+    Real-data cases have inputs too large to print: ``about`` names the input in words
+    instead, and ``items()`` — for a result computed over many questions or articles —
+    yields ``(label, args, expected)`` for each one alone, so a failure report can show the
+    first question whose own result differs rather than a truncated list."""
 
     args: tuple
     expected: Any = None
     verify: Callable[[Any], str | None] | None = None
     kwargs: dict = field(default_factory=dict)
+    about: str | None = None
+    items: Callable[[], Iterable[tuple[str, tuple, Any]]] | None = None
 
 
 @dataclass
