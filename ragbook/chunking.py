@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -90,6 +91,11 @@ def _encoder_tokenizer():
 
         spec = models.resolve("encoder")
         _tokenizer = AutoTokenizer.from_pretrained(spec.path or spec.name)  # standard: from the hub
+        # This copy only counts tokens and maps offsets; it never feeds the model, so a long
+        # text is not an error here and transformers' "will result in indexing errors"
+        # warning would be false. The encoder's own limit is Encoder.max_length, which warns
+        # when it cuts a text.
+        _tokenizer.model_max_length = sys.maxsize
     return _tokenizer
 
 
@@ -98,31 +104,25 @@ def count_tokens(text: str) -> int:
     return len(_encoder_tokenizer()(text, add_special_tokens=False)["input_ids"])
 
 
-class _Measure:
-    """Length of any ``text[s:e]`` of one document, computed fast.
+_PIECE = 1 << 16     # characters the tokenizer reads at a time: memory stays bounded
+_LONG_TOKEN = 100    # WordPiece reads a word longer than this as one unknown token
 
-    For tokens, the document is tokenised once with offsets; the length of a slice that
-    starts and ends on word boundaries is then the number of tokens inside it (for the
-    WordPiece/BPE tokenizers in use, words are tokenised independently of their neighbours).
-    """
 
-    def __init__(self, text: str, length: str | Callable[[str], int]):
-        self.text, self.length = text, length
-        if length == "tokens":
-            enc = _encoder_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
-            spans = [o for o in enc["offset_mapping"] if o[1] > o[0]]
-            self.starts = [s for s, _ in spans]
-            self.ends = [e for _, e in spans]
-        elif length != "chars" and not callable(length):
-            raise ValueError(f"length must be 'tokens', 'chars' or a callable str -> int, "
-                             f"got {length!r}")
-
-    def __call__(self, s: int, e: int) -> int:
-        if self.length == "chars":
-            return e - s
-        if self.length == "tokens":
-            return bisect.bisect_right(self.ends, e) - bisect.bisect_left(self.starts, s)
-        return self.length(self.text[s:e])
+def _token_spans(text: str, a: int, b: int) -> tuple[list[int], list[int]]:
+    """Document offsets (starts, ends) of the tokens of ``text[a:b]``. A token longer than
+    ``_LONG_TOKEN`` characters (the unknown token WordPiece makes of an over-long word,
+    e.g. a hex dump) counts one per character, so such a word is cut at the size instead
+    of riding along as a single token."""
+    enc = _encoder_tokenizer()(text[a:b], add_special_tokens=False, return_offsets_mapping=True)
+    starts, ends = [], []
+    for s, e in enc["offset_mapping"]:
+        if e - s > _LONG_TOKEN:
+            starts += range(a + s, a + e)
+            ends += range(a + s + 1, a + e + 1)
+        elif e > s:
+            starts.append(a + s)
+            ends.append(a + e)
+    return starts, ends
 
 
 # -- the recursive splitter ----------------------------------------------------------------
@@ -131,6 +131,92 @@ _HEADING = re.compile(r"\n[ \t]*\n\s*(?=#)")        # a blank line before a mark
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE = re.compile(r"(?<=[.!?:;])(?<!\d[.])\s+|\n\s*")  # "4. Click" is a list item, not an end
 _WORD = re.compile(r"\s+")
+_BREAK = re.compile(r"\s+(?=\S)")                   # ends where a word starts
+_NONSPACE = re.compile(r"\S")
+
+
+class _Scan:
+    """What the splitter knows about the text ahead of it: word starts and ends, the cut
+    points of each level and (for ``length="tokens"``) token spans, read piece by piece
+    (``_PIECE`` characters, ending where a word starts) as the splitter moves forward and
+    forgotten behind it, so a 20 MB document never has to be tokenised at once.
+
+    Reading a piece alone gives the same answers as reading the whole text: a piece ends
+    where a word starts, so every whitespace run (where all cut points are) lies inside
+    one piece, the patterns' look-behinds see the text before it and look-aheads one
+    character past it, and the tokenizer splits at whitespace anyway (words are tokenised
+    independently of their neighbours). The one exception is a word longer than a piece,
+    cut where the piece ends: its tokens near the cut may count differently.
+    """
+
+    def __init__(self, text: str, length, first: int, end_of_text: int):
+        if length not in ("tokens", "chars") and not callable(length):
+            raise ValueError(f"length must be 'tokens', 'chars' or a callable str -> int, "
+                             f"got {length!r}")
+        self.text, self.length, self.end_of_text = text, length, end_of_text
+        self.hi = first                     # read up to here
+        self.word_starts, self.word_ends = [first], []
+        self.levels = (set(), set(), set())
+        self.tok_starts, self.tok_ends = [], []
+
+    def __call__(self, s: int, e: int) -> int:
+        """Length of ``text[s:e]`` (``s`` and ``e`` inside what has been read)."""
+        if self.length == "chars":
+            return e - s
+        if self.length == "tokens":
+            return (bisect.bisect_right(self.tok_ends, e)
+                    - bisect.bisect_left(self.tok_starts, s))
+        return self.length(self.text[s:e])
+
+    def read_past(self, start: int, size: int) -> None:
+        """Read pieces until the text read after ``start`` is longer than ``size`` (so the
+        farthest cut that fits is known) or the text ends."""
+        while self.hi < len(self.text) and self(start, self.hi) <= size:
+            self._read_piece()
+
+    def _piece_end(self, a: int) -> int:
+        text, n = self.text, len(self.text)
+        if n - a <= _PIECE:
+            return n
+        limit = a + _PIECE
+        m = (_BREAK.search(text, a + _PIECE // 2, limit + 1)
+             or _BREAK.search(text, a + 1, limit + 1))
+        if m:
+            return m.end()
+        if not text[limit].isspace():
+            return limit                    # inside a word longer than a piece
+        m = _NONSPACE.search(text, limit)
+        return m.start() if m else n
+
+    def _read_piece(self) -> None:
+        text, a = self.text, self.hi
+        b = self._piece_end(a)
+        for m in _WORD.finditer(text, a, b):
+            self.word_ends.append(m.start())
+            if m.end() < len(text):
+                self.word_starts.append(m.end())
+        if b == len(text) and (not self.word_ends or self.word_ends[-1] != self.end_of_text):
+            self.word_ends.append(self.end_of_text)
+        see = min(b + 1, len(text))         # a heading's look-ahead sees past the piece
+        for cuts, rx in zip(self.levels, (_HEADING, _PARAGRAPH, _SENTENCE), strict=True):
+            cuts.update(m.start() for m in rx.finditer(text, a, see) if m.start() < b)
+        if self.length == "tokens":
+            starts, ends = _token_spans(text, a, b)
+            self.tok_starts += starts
+            self.tok_ends += ends
+        self.hi = b
+
+    def forget_before(self, start: int) -> None:
+        """Drop what lies before ``start`` (the splitter never looks back past it), once it
+        is most of what is held, so the copying stays linear overall."""
+        i = bisect.bisect_left(self.word_starts, start)
+        j = bisect.bisect_left(self.tok_starts, start)
+        if max(i - len(self.word_starts) // 2, j - len(self.tok_starts) // 2) < 4096:
+            return
+        self.word_starts = self.word_starts[i:]
+        self.word_ends = self.word_ends[bisect.bisect_left(self.word_ends, start):]
+        self.tok_starts, self.tok_ends = self.tok_starts[j:], self.tok_ends[j:]
+        self.levels = tuple({c for c in cuts if c >= start} for cuts in self.levels)
 
 
 @dataclass(frozen=True)
@@ -161,56 +247,63 @@ class RecursiveSplitter:
             raise TypeError(f"split takes a Document, got {type(doc).__name__}; wrap text as "
                             f"Document(id=..., text=...)")
         text = doc.text
-        measure = _Measure(text, self.length)
-        # candidate cut points by level; a cut point is where a chunk may end and the next begin
-        word_starts = [m.end() for m in _WORD.finditer(text)]
-        first = len(text) - len(text.lstrip())
-        word_starts = [first] + [w for w in word_starts if w < len(text)]
-        word_ends = sorted({m.start() for m in _WORD.finditer(text)} | {len(text.rstrip())})
-        levels = [{m.start() for m in rx.finditer(text)}
-                  for rx in (_HEADING, _PARAGRAPH, _SENTENCE)]
+        m = _NONSPACE.search(text)
+        start, end_of_text = (m.start() if m else len(text)), len(text.rstrip())
+        scan = _Scan(text, self.length, start, end_of_text)
         chunks: list[Chunk] = []
-        start, end_of_text = first, len(text.rstrip())
         while start < end_of_text:
-            end = self._choose_end(start, word_ends, levels, measure, end_of_text)
+            scan.read_past(start, self.size)
+            end = self._choose_end(start, scan)
             chunks.append(Chunk(id=f"{doc.id}:{start}-{end}", doc_id=doc.id,
                                 text=text[start:end], start=start, end=end,
                                 metadata=dict(doc.metadata)))
             if end >= end_of_text:
                 break
-            if not text[end].isspace():  # an overlong word was cut: go on from the cut
+            if text[end].isspace():
+                start = self._next_start(start, end, scan)
+            else:                       # an overlong word was cut: go on from the cut
                 start = end
-                continue
-            start = self._next_start(start, end, word_starts, measure)
+            scan.forget_before(start)
         return chunks
 
-    def _choose_end(self, start, word_ends, levels, measure, end_of_text) -> int:
+    def _choose_end(self, start: int, scan: _Scan) -> int:
         # the farthest word end that still fits (binary search: length grows with end)
+        word_ends = scan.word_ends
         i = bisect.bisect_right(word_ends, start)
         lo, hi, best = i, len(word_ends) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            if measure(start, word_ends[mid]) <= self.size:
+            if scan(start, word_ends[mid]) <= self.size:
                 best, lo = mid, mid + 1
             else:
                 hi = mid - 1
         if best is None:  # a single word longer than size: cut it (the documented exception)
-            end = start + 1
-            while end < end_of_text and measure(start, end + 1) <= self.size:
-                end += 1
-            return end
+            return self._cut_word(start, word_ends[i] if i < len(word_ends) else scan.hi, scan)
         limit = word_ends[best]
-        if limit >= end_of_text:
-            return end_of_text
+        if limit >= scan.end_of_text:
+            return scan.end_of_text
         # prefer the coarsest structure in the second half of the window
         half = start + (limit - start) // 2
-        for cuts in levels:
+        for cuts in scan.levels:
             fits = [e for e in word_ends[i:best + 1] if e in cuts and e > half]
             if fits:
                 return fits[-1]
         return limit
 
-    def _next_start(self, start, end, word_starts, measure) -> int:
+    def _cut_word(self, start: int, too_far: int, scan: _Scan) -> int:
+        """The farthest cut inside the word at ``start`` that fits (at least one character);
+        ``text[start:too_far]`` is known not to fit."""
+        lo, hi, end = start + 2, too_far - 1, start + 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if scan(start, mid) <= self.size:
+                end, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return end
+
+    def _next_start(self, start: int, end: int, scan: _Scan) -> int:
+        word_starts = scan.word_starts
         after = bisect.bisect_left(word_starts, end)
         nxt = word_starts[after] if after < len(word_starts) else end
         if self.overlap == 0:
@@ -224,7 +317,7 @@ class RecursiveSplitter:
         lo, hi, best = 0, len(candidates) - 1, None
         while lo <= hi:  # tail length shrinks as the start moves right
             mid = (lo + hi) // 2
-            if measure(candidates[mid], end) <= self.overlap:
+            if scan(candidates[mid], end) <= self.overlap:
                 best, hi = candidates[mid], mid - 1
             else:
                 lo = mid + 1
@@ -237,10 +330,10 @@ def sliding_window_chunks(doc: Document, size: int, overlap: int = 0) -> list[Ch
     recursive splitter improves on. Offsets come from the tokenizer, so chunks stay exact
     substrings of the document."""
     _check_window(size, overlap)
-    m = _Measure(doc.text, "tokens")
+    starts, ends = _token_spans(doc.text, 0, len(doc.text))
     out = []
-    for a, b in sliding_windows(len(m.starts), size, overlap):
-        s, e = m.starts[a], m.ends[b - 1]
+    for a, b in sliding_windows(len(starts), size, overlap):
+        s, e = starts[a], ends[b - 1]
         out.append(Chunk(id=f"{doc.id}:{s}-{e}", doc_id=doc.id, text=doc.text[s:e], start=s,
                          end=e, metadata=dict(doc.metadata)))
     return out

@@ -1,0 +1,87 @@
+"""Hostile inputs (issue 21, defects 9 and 10): big documents chunk in bounded memory with
+the same cuts as before, an over-long word is cut at the size, and each bad question set,
+saved index or JSONL document gets one line naming the file or value and what to do."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragbook import chunking
+from ragbook.chunking import RecursiveSplitter
+
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+from make_chunk_reference import reference_documents  # noqa: E402
+
+
+@pytest.mark.parametrize("piece", [chunking._PIECE, 300])
+def test_chunks_are_the_whole_document_splitters(piece, monkeypatch):
+    """Reading a document piece by piece cuts exactly where tokenising it whole did
+    (chunk_reference.json, written by that splitter): the help centre, every 100th Python-docs
+    section, the 20 longest, and both joined into long documents; with pieces of 300
+    characters every long document crosses hundreds of piece ends."""
+    monkeypatch.setattr(chunking, "_PIECE", piece)
+    reference = json.loads((FIXTURES / "chunk_reference.json").read_text())
+    docs = reference_documents()
+    for size, overlap, length in reference["settings"]:
+        splitter = RecursiveSplitter(size=size, overlap=overlap, length=length)
+        expected = reference["chunks"][f"{size}/{overlap}/{length}"]
+        assert [d.id for d in docs] == [doc_id for doc_id, _ in expected]
+        for doc, (_, spans) in zip(docs, expected, strict=True):
+            got = [[c.start, c.end] for c in splitter.split(doc)]
+            assert got == spans, (size, overlap, length, doc.id)
+
+
+MEASURE = """
+import random, resource, sys
+from pathlib import Path
+from ragbook.chunking import RecursiveSplitter, _encoder_tokenizer
+from ragbook.types import Document
+
+rng = random.Random(0)
+words = ("refund window invoice the a of enterprise plan console render ERR_CONN_4021 port 8883 "
+         "annual contracts 14-day https://example.com/docs/a_long-path café 4. `code` e.g.").split()
+parts, n = [], 0
+while n < 20_000_000:                       # 20 MB of Markdown: headings and paragraphs
+    if len(parts) % 7 == 0:
+        part = "## Section " + " ".join(rng.choices(words, k=5))
+    else:
+        part = " ".join(" ".join(rng.choices(words, k=rng.randint(4, 20))) + "."
+                        for _ in range(rng.randint(1, 6)))
+    parts.append(part)
+    n += len(part) + 2
+Path(sys.argv[1]).write_text("\\n\\n".join(parts))
+del parts
+_encoder_tokenizer()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+doc = Document(id="big", text=Path(sys.argv[1]).read_text())
+chunks = RecursiveSplitter().split(doc)
+assert chunks[-1].end == len(doc.text.rstrip())
+print(before // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, len(chunks))
+"""
+
+
+def test_a_20_mb_markdown_file_chunks_in_bounded_memory(tmp_path):
+    """Peak memory of a fresh process that chunks 20 MB of Markdown with the default splitter
+    (256 tokens). Measured: 334 MB peak, of which 268 MB is Python with the tokenizer loaded;
+    tokenising the whole text at once peaked at 3,944 MB."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path / "big.md")],
+                         capture_output=True, text=True, check=True).stdout
+    before_mb, peak_mb, n_chunks = map(int, out.split())
+    assert n_chunks > 30_000
+    assert peak_mb < 500, f"peak {peak_mb} MB ({before_mb} MB before chunking)"
+
+
+@pytest.mark.parametrize("length", ["tokens", "chars"])
+def test_an_overlong_word_is_cut_at_the_size(length):
+    """A hex dump with no spaces (WordPiece reads any word over 100 characters as one unknown
+    token) is cut into chunks of the size, not kept as one huge chunk."""
+    hexdump = bytes(range(256)).hex() * 400                  # 204,800 characters
+    doc = chunking.Document(id="h", text=f"Intro.\n\n{hexdump}\n\nAfter the dump.")
+    chunks = RecursiveSplitter(size=64, overlap=8, length=length).split(doc)
+    assert max(len(c.text) for c in chunks) <= 64
+    assert len(chunks) >= len(hexdump) // 64
+    assert chunks[0].text == "Intro." and chunks[-1].text.endswith("After the dump.")
+    assert chunking.coverage_gaps(doc, chunks) == []
