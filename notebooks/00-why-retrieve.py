@@ -25,9 +25,11 @@
 # those** — and shows why the two stages are judged by different numbers.
 
 # %%
-# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
 from ragbook.figures import pipeline_map
 
+print(models.banner())
 stage_map = pipeline_map(chapter=0)
 
 # %% [markdown]

@@ -22,9 +22,11 @@
 # length-blind goes wrong, and ends with the recipe every vector index uses.
 
 # %%
-# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
 from ragbook.figures import pipeline_map
 
+print(models.banner())
 stage_map = pipeline_map(chapter=2)
 
 # %%

@@ -31,9 +31,11 @@
 # abstains when merely asked. Every number below names the model that made it.
 
 # %%
-# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
 from ragbook.figures import pipeline_map
 
+print(models.banner())
 stage_map = pipeline_map(chapter=8)
 
 # %%

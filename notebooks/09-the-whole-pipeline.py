@@ -24,9 +24,11 @@
 # or hands over, with the threshold chosen on one split and reported on another.
 
 # %%
-# where this chapter sits in the pipeline (every picture comes from ragbook.figures)
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
 from ragbook.figures import pipeline_map
 
+print(models.banner())
 stage_map = pipeline_map(chapter=9)
 
 # %%

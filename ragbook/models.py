@@ -40,7 +40,7 @@ from pathlib import Path
 
 __all__ = ["ROLES", "PROFILES", "ModelSpec", "ModelUnavailableError", "active_profile",
            "resolve", "load", "describe", "cache_dir", "device", "weights_digest", "identity",
-           "with_new_head"]
+           "with_new_head", "banner"]
 
 log = logging.getLogger("ragbook")
 
@@ -427,3 +427,17 @@ def with_new_head(model_class, path, **kwargs):
         if bars:
             hf_logging.enable_progress_bar()
     return model.eval(), tuple(info.get("missing_keys", ()))
+
+
+def banner(profile: str | None = None) -> str:
+    """One line for the top of a chapter: which profile makes its numbers, whether that is
+    the profile the book's prose and CI were written and checked against (offline), and how
+    to opt into the standard models."""
+    profile = profile or active_profile()
+    if profile == "offline":
+        return ("models: the offline profile, the one this book is tested with (CI runs every "
+                "chapter on it). RAGBOOK_PROFILE=standard opts into the standard models; their "
+                "outputs are not checked by CI and the prose's numbers will differ.")
+    return (f"models: the {profile} profile. The prose and CI use the offline profile "
+            f"(`make lab` starts it): numbers here will differ from the text, and no CI run "
+            f"checks them. RAGBOOK_PROFILE=offline gives the tested book.")
