@@ -203,13 +203,8 @@ _ = chunk_boundaries(doc.text[lo:hi], [(c.start - lo, c.end - lo) for c in near]
 # token windows (`sliding_window_chunks`, which cut wherever the count lands), then for
 # the structure-aware splitter introduced below.
 #
-# An overlap given as a fraction has to become a whole number of tokens, and 10% of 128
-# is not one. This book **rounds to the nearest token** (`round(size * fraction)`), here
-# and in `ChunkingExperiment` at the end of the chapter, so both tables report the same
-# chunk counts for the same setting (the experiment's cell checks it). Truncating (`int`) would
-# also be a rule — it never exceeds the fraction asked for — but mixing the two makes one
-# book print two chunk counts for "128 tokens, 10% overlap"; rounding stays closest to the
-# fraction asked for, and it is what the package already does.
+# A fractional overlap is rounded to the nearest whole token (`round(size * fraction)`), here
+# and in `ChunkingExperiment` at the end, so both tables count the same chunks.
 
 # %%
 from ragbook.chunking import sliding_window_chunks
@@ -245,7 +240,8 @@ for size in (64, 128):
 # is cut at all on this corpus, even without overlap: it cuts between sentences, and our
 # answers live inside sentences. What it *can* still cut is the connection between
 # sentences, as the failed-payments example shows — that is what its overlap is for.
-#
+
+# %% [markdown]
 # ## A splitter that respects structure
 #
 # Fixed windows cut wherever the count lands — mid-sentence, mid-word. A *recursive*
@@ -306,8 +302,8 @@ chunk = RecursiveSplitter(size=128, overlap=16).split(page)[1]
 print(chunk.id, chunk.doc_id, (chunk.start, chunk.end), dict(chunk.metadata))
 assert chunk.text == page.text[chunk.start:chunk.end]
 
-# %% [markdown]
-# ## Measure in tokens, not characters
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Measure in tokens, not characters
 #
 # A character budget is easy to reason about, but the model reads tokens, and the ratio
 # varies: code, error codes and numbers take more tokens per character than prose. Split
@@ -323,8 +319,8 @@ print(f"{len(by_chars)} chunks of <= 1000 characters: {token_counts.min()}-{toke
 by_tokens = chunk_documents(hc.documents, size=256, overlap=0)
 print(f"{len(by_tokens)} chunks of <= 256 tokens: max {max(count_tokens(c.text) for c in by_tokens)} tokens")
 
-# %% [markdown]
-# ## Compared with LangChain's `RecursiveCharacterTextSplitter`
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Compared with LangChain's `RecursiveCharacterTextSplitter`
 #
 # The most used splitter in practice. Same documents, same sizes in characters: are its
 # chunks true substrings at the reported offsets, within size, with the overlap honoured,
@@ -368,7 +364,8 @@ for size, overlap in ((500, 100), (300, 50)):
 # overlap is far below the amount asked for; ragbook fills the overlap budget word by word
 # and ends more chunks at a sentence end, at the price of more chunks. Count the chunks
 # before you choose.
-#
+
+# %% [markdown]
 # ## Try it: size, overlap and recall
 #
 # Does any of this move retrieval quality? `ChunkingExperiment` chunks the help centre at
@@ -391,15 +388,13 @@ for s in experiment.sizes:
 shared = [(s, o) for s, o in cuts if s in experiment.sizes and o in experiment.overlaps]
 assert all(experiment.stats(s, o)["chunks"] == cuts[s, o][2] for s, o in shared)
 print(f"chunk counts agree with the cut-span table at {len(shared)} shared settings (one rounding rule)")
+chunking_explorer(experiment)
 
 # %% [markdown]
 # Read the table with its sample size in mind: with this few dev questions one question is
 # more than a point of recall, so differences of a few points are noise (chapter 4 puts
 # confidence intervals on such numbers). What the table shows for certain is the price
-# column. Move the sliders; after the build each move is a dictionary look-up.
-
-# %%
-chunking_explorer(experiment)
+# column. Move the sliders above; after the build each move is a dictionary look-up.
 
 # %% [markdown]
 # ## What you built, what you measured

@@ -187,11 +187,13 @@ py_prefix = prefix_effect("python docs subset, train", [d.id for d in py_subset]
 # %% [markdown]
 # Read the differences with their intervals: an interval that excludes zero is a real
 # effect on these questions; one that straddles zero is not distinguishable from noise at
-# this sample size. Whatever the sign, the lesson stands: the prefix is part of the model's
+# this sample size (chapter 4 builds these intervals from scratch and shows how to read a
+# `Δ [low, high] p` row). Whatever the sign, the lesson stands: the prefix is part of the model's
 # contract, `Encoder` applies it from the model's scheme, and the index's stamp includes
 # the scheme so a mismatch cannot happen silently.
-#
-# ## Filters: after the search, or inside it?
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Filters: after the search, or inside it?
 #
 # Metadata filters ("only Windows FAQ pages", "only current policies") look harmless to
 # bolt on after the search: fetch a few more than k, then drop the ones that fail. Over a
@@ -231,7 +233,8 @@ for q in ["What is the refund window for enterprise contracts?", "Do you sell gi
 # %% [markdown]
 # (Calibrating that threshold on labelled answerable and unanswerable questions is chapter
 # 9's job; 0.5 here is only an illustration.)
-#
+
+# %% [markdown]
 # ## How many results? Recall against context
 #
 # Each extra result raises the chance the answer is in the pile and adds tokens the
@@ -255,17 +258,6 @@ five_chunks = hc_topk.stats(5)["recall@5"]
 articles_in_five = np.mean([len({h.doc_id for h in hits[:5]}) for hits in hc_hits.values()])
 print(f"\nhelp centre recall@5: first 5 chunks {five_chunks:.3f}; first 5 distinct articles "
       f"{same:.3f} (the mixed-model cell); 5 chunks hold {articles_in_five:.1f} articles on average")
-
-# %% [markdown]
-# Why is this recall@5 lower than the MiniLM recall@5 printed earlier, for the same
-# encoder, chunks and dev questions? The two count different things. Here k counts
-# **chunks** — what the reader is handed, and what the context-token column prices — so
-# when two of the top 5 chunks come from one article, only 4 articles are in the pile.
-# Earlier (and for the prefix comparison, and in chapters 4 and 5) the ranking is first
-# collapsed to **articles**, each at the rank of its best chunk, and recall@5 counts the
-# first 5 distinct articles, which may take more than 5 chunks. Both are "recall@5 judged
-# on documents"; the last line above prints both on the same retrieval, and the article
-# count explains the gap. Say which one you report.
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -309,8 +301,22 @@ print(f"first gold chunk: rank 1 for {sum(r == 1 for r in found)}, ranks 2-5 for
 # The answers that are found late are exactly the ones a long, unordered context would bury
 # in the middle. The fix is not a bigger k but a second opinion on the order: retrieve wide,
 # then rerank down to a few (chapter 6).
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Chunk recall or article recall?
 #
-# ## Exact or approximate?
+# Why is the top-k table's recall@5 lower than the MiniLM recall@5 printed earlier, for the same
+# encoder, chunks and dev questions? The two count different things. Here k counts
+# **chunks** — what the reader is handed, and what the context-token column prices — so
+# when two of the top 5 chunks come from one article, only 4 articles are in the pile.
+# Earlier (and for the prefix comparison, and in chapters 4 and 5) the ranking is first
+# collapsed to **articles**, each at the rank of its best chunk, and recall@5 counts the
+# first 5 distinct articles, which may take more than 5 chunks. Both are "recall@5 judged
+# on documents"; the last line of the top-k table (above) prints both on the same retrieval, and the article
+# count explains the gap. Say which one you report.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Exact or approximate?
 #
 # `IndexFlatIP` compares the query with every vector: exact, and fast enough for tens of
 # thousands of chunks. Approximate indexes trade a little recall for speed on millions.
@@ -346,7 +352,8 @@ for ef in (10, 20, 40, 80):
 # above), so the approximate index buys little here and costs some recall at low
 # `ef_search`; it starts to pay at hundreds of thousands of vectors (see `bench/dense.py`).
 # `DenseIndex` defaults to exact search (`FaissStore()`, kind `"flat"`).
-#
+
+# %% [markdown]
 # ## Try it: the top-k explorer
 #
 # Pick a question and a k: see recall@k, the context size, and what the reader would get
@@ -356,7 +363,9 @@ for ef in (10, 20, 40, 80):
 print(hc_topk.stats(5))     # the default state
 topk_explorer(hc_topk)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Saving and loading an index
+#
 # Indexes persist: `index.save(path)` writes the store's files (for `FaissStore`: the FAISS
 # index and the records — text, offsets, metadata) and a `manifest.json` (counts, a checksum
 # per file, the settings — the store's included — and the encoder's fingerprint), all or

@@ -34,10 +34,12 @@ print(models.banner())
 stage_map = pipeline_map(chapter=4)
 
 # %%
+import random
 
 import matplotlib.pyplot as plt
 
 from ragbook import Encoder, models
+from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs, recorded
 from ragbook.dense import DenseIndex
@@ -46,6 +48,8 @@ from ragbook.evaluate import (
     compare_runs,
     evaluate,
     format_table,
+    paired_bootstrap,
+    paired_randomization_test,
     per_query,
     retrieve_run,
 )
@@ -146,12 +150,48 @@ for name, (qrels, run) in runs.items():
         print(f"   {m:10s} {mean:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
 
 # %% [markdown]
-# The interval is the honest size of a test set: with about a hundred questions, a
-# difference of a few points between two systems is within the noise unless a *paired*
-# test (same questions, both systems; `ragbook.evaluate.paired_bootstrap` and
-# `paired_randomization_test`) says otherwise.
+# ## Confidence intervals and paired differences, from scratch
 #
-# ### Checked against trec_eval
+# Every table from here on prints `mean [low, high]`, and against a baseline `Δ [low, high]`
+# with a p-value. Both come from resampling the questions. The **bootstrap**: draw as many
+# questions as the set has, with replacement, and average; repeat 2,000 times; the middle
+# 95% of those averages is the interval — the honest size of a test set of about a hundred
+# questions. A **paired difference** bootstraps the per-question *differences* between two
+# systems run on the same questions: pairing cancels how hard each question is, so a small
+# but consistent gain shows up that two separate, overlapping intervals would hide. The
+# **p-value** (a randomization test) flips the sign of each question's difference at random
+# and counts how often the mean difference comes out as large as the one observed.
+
+# %%
+def bootstrap_from_scratch(values, n=2000, seed=0):
+    rng = random.Random(seed)
+    means = sorted(sum(values[rng.randrange(len(values))] for _ in values) / len(values)
+                   for _ in range(n))
+    return sum(values) / len(values), means[int(0.025 * n)], means[int(0.975 * n)]
+
+
+hc_qrels = hc.qrels("test")
+bm25_run = retrieve_run(BM25Index().build(chunks), [(q.id, q.standalone) for q in hc_test], k=50)
+dense_rr, bm25_rr = per_query(hc_qrels, hc_run, "mrr@10"), per_query(hc_qrels, bm25_run, "mrr@10")
+mean, lo, hi = bootstrap_from_scratch(list(dense_rr.values()))
+assert (mean, lo, hi) == bootstrap_ci(list(dense_rr.values()))
+delta = bootstrap_from_scratch([bm25_rr[q] - dense_rr[q] for q in sorted(dense_rr)])
+assert delta == paired_bootstrap(dense_rr, bm25_rr)
+p = paired_randomization_test(dense_rr, bm25_rr)
+print(f"help centre test, MRR@10: dense {mean:.3f} [{lo:.3f}, {hi:.3f}]; BM25 minus dense "
+      f"{delta[0]:+.3f} [{delta[1]:+.3f}, {delta[2]:+.3f}], p = {p:.3f}   (== ragbook.evaluate)")
+print(format_table(compare_runs(hc_qrels, {"dense": hc_run, "bm25": bm25_run}, ["mrr@10"],
+                                baseline="dense")))
+
+# %% [markdown]
+# How to read a `Δ [low, high] p` row: the first number is the mean per-question difference
+# (the row's system minus the baseline), the bracket its 95% interval, `p` the chance of a
+# difference this large if the two systems were interchangeable. An interval that excludes
+# 0 (with a small p) says the difference is not the luck of these questions; one that spans 0
+# says *these questions cannot tell the two apart* — not that the systems are equal.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Checked against trec_eval
 #
 # Metrics are easy to get subtly wrong (cut-offs, ties, queries with no hits). The tests
 # compare ours with trec_eval (via `pytrec_eval`) to 1e-9 on real runs; the same check here:
@@ -290,7 +330,9 @@ for name, (qrels, run) in runs.items():
     print(f"-- {name} (test)")
     print(format_table(compare_runs(qrels, {"dense": run}, ["recall@5", "mrr@10", "ndcg@10"])))
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Recall at every k
+#
 # A table reports one k; the curve shows them all. Recall@k for k from 1 to 20, from the
 # same runs (each k counts distinct documents): where a curve flattens, a larger k stops
 # adding answers and only adds reading; the gap between recall@1 and the plateau is what
@@ -309,8 +351,8 @@ plt.show()
 for name, curve in curves.items():
     print(f"{name:12s} recall@1 {curve[0]:.3f}  @5 {curve[4]:.3f}  @10 {curve[9]:.3f}  @20 {curve[19]:.3f}")
 
-# %% [markdown]
-# ## Retrieval quality belongs in CI
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Retrieval quality belongs in CI
 #
 # A change to chunking, the encoder or a filter can quietly cost recall. `tests/
 # test_retrieval_floor.py` fails the build when dense recall@10 on the help-centre *dev*

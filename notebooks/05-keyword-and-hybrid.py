@@ -205,8 +205,9 @@ for name, (_, _, qrels) in sets.items():
 # example of the same effect: on BEIR's FiQA, bge-base alone reaches 0.407 nDCG@10 and an
 # RRF of BM25 and bge 0.367 (source: a published BEIR comparison quoted in this book's
 # curriculum; not measured here).
-#
-# ## Per category: where hybrid wins, where it loses
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Per category: where hybrid wins, where it loses
 
 # %%
 hc_dense, hc_keyword = channels["help centre"]
@@ -227,7 +228,8 @@ for c in sorted({cat[q] for q in qrels}):
 # matching ranks the *current* policy above the superseded one more often on the trap
 # questions (compare their MRR). Hybrid is not a uniform win: on the conflict questions the
 # weaker BM25 list pulls the fused MRR down.
-#
+
+# %% [markdown]
 # ## RRF from scratch
 #
 # Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) ignores scores and adds, for
@@ -279,7 +281,9 @@ for q in hc.questions:
             print(f"{q.id} ({q.split}): {q.text!r}\n   gold {g}: dense top 100 -> absent, "
                   f"bm25 rank {first_rank(b, {g})}, fused rank {first_rank(fused, {g})}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · How far down can a rescue come from?
+#
 # Arithmetic says how far down such a rescue can come from. Take two lists that do not
 # overlap at all, and a document that only BM25 returns, fairly low:
 
@@ -290,7 +294,9 @@ print(f"BM25 rank {bm25_rank}: RRF score 1/{rrf_k + bm25_rank} = {1 / (rrf_k + b
       f"{n_above} documents score more (ranks 1-{bm25_rank - 1} of both lists), so it is "
       f"{'inside' if n_above < fuse_to else 'outside'} a fused top {fuse_to}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Depth and rrf_k over a whole grid
+#
 # With lists that share no document, the rank-30 document misses a fused top 50; with
 # partly agreeing lists (the usual case) fewer documents sit above it and it gets in. That
 # is why channels are fetched deep (~100) and fused to ~50 rather than fused at 10. How
@@ -341,8 +347,9 @@ for name, cells in grid_stats.items():
 # with a weak channel. Both grids are measured on the test questions, so they are leads to
 # confirm on dev or train, not settings to adopt; the next section chooses a setting the
 # right way.
-#
-# ### Warning: on a small corpus, deep channels return everything
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Warning: on a small corpus, deep channels return everything
 #
 # The dense channel always returns `depth` results, however weak the match; on a corpus
 # with fewer chunks than that it returns *every* chunk. Then every chunk BM25 finds also
@@ -392,8 +399,9 @@ print(f"help centre test, {len(hc_dense)} questions: dense ranks the gold articl
 # the number of items searched, and read the two counts above rather than assuming fusion
 # only adds: weights, a score floor on the dense channel, or a reranker reading the fused
 # candidates (chapter 6) are the remedies to measure.
-#
-# ## Remedies when one channel is weak
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Remedies when one channel is weak
 #
 # Fusion loses on the Python docs because BM25 is much weaker there. Remedies, measured:
 # **weighted RRF** (give the weak channel less say), and **letting a reranker decide**
@@ -423,8 +431,9 @@ print(format_table(compare_runs(py.qrels("test"), test_runs, ["recall@10", "mrr@
 # but the intervals of the differences reach zero, so this is a tie or a small gain, not a
 # proven win. On the help centre, where both channels are strong, equal weights are the
 # right default.
-#
-# ## Why not just normalise and add the scores?
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Why not just normalise and add the scores?
 #
 # BM25 scores are unbounded and depend on the corpus: IDF changes whenever documents are
 # added. Any blend of raw or normalised scores carries a calibration that silently moves
@@ -475,8 +484,9 @@ for name, fuse in (("raw blend (w=0.05)", lambda d, b: raw_blend(d, b, 0.05)),
 # lose some MRR to ten thousand new distractors, the raw blend the most, but differences of
 # this size are within the noise of 63 questions. The breakage to fear is the silent drift
 # of a tuned weight, and RRF has no weight to drift.
-#
-# ## Both indexes, one job
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Both indexes, one job
 #
 # Dense and keyword indexes must describe the same corpus. `HybridRetriever.build` writes
 # both from one list of chunks, and every search checks that they still hold the same
