@@ -161,8 +161,8 @@ ax.set_title(f"p(start)·p(end) over passage tokens ({spec.name.split('/')[-1]}"
 plt.tight_layout()
 plt.show()
 
-# %% [markdown]
-# ## Passages longer than the model's window
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Passages longer than the model's window
 #
 # A QA model reads a bounded number of tokens (a few hundred is common). A longer passage is read in
 # windows, and neighbouring windows **share** `stride` tokens (the Hugging Face meaning of
@@ -292,7 +292,9 @@ print(f"  HasAns F1 {has_f1:.3f}; NoAns accuracy {no_ans:.3f}; "
 print(f"  always abstaining scores F1 {np.mean(abstain):.3f}")
 assert all(s.text == ex.context[s.start:s.end] for s, ex in zip(test_spans, test))
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Timing without the cache
+#
 # Timing needs care: `ragbook` caches embeddings on disk, so the loop above may have read
 # vectors back. CPU time per answer is measured with the cache off, on the first test
 # questions (the cell prints how many):
@@ -309,6 +311,8 @@ print(f"CPU time per answer, nothing cached, {len(secs)} test questions: median 
       f"90th percentile {np.percentile(secs, 90) * 1e3:.1f} ms (one context each, {torch.get_num_threads()} threads)")
 
 # %% [markdown]
+# ### Reading the numbers, and choosing the abstention threshold
+#
 # Read the numbers against the floor: with about half the questions unanswerable, a reader
 # that always abstains already scores the unanswerable share. The shipped reader must beat
 # that row to earn its place, and the gap is the value it adds — measured, not assumed. The

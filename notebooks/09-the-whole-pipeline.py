@@ -89,7 +89,9 @@ def fmt(threshold):
 # Before taking it apart, see it work. Below are the first five help-centre *test*
 # questions (in file order) that it answers from a right page — chosen for showing, not for
 # measuring; section 5 counts how often this happens, and how often it answers wrong. Each
-# answer comes with the page and the characters it was quoted from.
+# answer comes with the page and the characters it was quoted from. Last, what happens when
+# retrieval has nothing to offer — here a filter that matches no page: the pipeline does not
+# guess, it escalates with `no_candidates`.
 
 # %%
 shown = []
@@ -103,12 +105,6 @@ for q in hc.split("test"):
 for q, r in shown:
     doc, start, end = r.answer_span
     print(f"Q: {q.text}\nA: {r.answer.text}\n   (from {doc}, characters {start}-{end})\n")
-
-# %% [markdown]
-# And when retrieval has nothing to offer — here a filter that matches no page — the
-# pipeline does not guess: it escalates with `no_candidates`.
-
-# %%
 r = pipeline.ask("how long is the refund window?", where={"department": "no-such-team"})
 print(f"escalated: {r.escalated}; reason: {r.reason}; detail: {r.detail}")
 
@@ -179,7 +175,9 @@ for s in result.trace:
     top = ", ".join(f"{i} {x:.3f}" for i, x in zip(s.ids[:2], s.scores[:2]))
     print(f"{s.name:8s} {s.seconds * 1e3:7.2f} ms  passed on {s.detail.get('count', len(s.ids)):2d}  {top}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · The trace as a JSON log
+#
 # With `trace_path`, `ask` appends each result with its trace as one JSON line — the log a
 # support engineer reads the morning after. `read_traces` turns the lines back into the same
 # `Result` objects:
@@ -199,7 +197,9 @@ print(f"{len(lines)} lines written and read back equal; one line holds: {', '.jo
 print(f"first line, {len(lines[0]):,} characters: answer {record['answer']!r}, "
       f"candidates {[c['id'] for c in record['candidates']]}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Reading a trace: one wrong answer, stage by stage
+#
 # Reading a trace: take the first test question the pipeline answers from the wrong page and
 # ask, stage by stage, at what rank a chunk of a gold page was (`gold_ranks`; None = not in what
 # the stage passed on).
@@ -219,8 +219,9 @@ print("rank of the first gold chunk per stage:", gold_ranks(r.trace, gold_chunks
 # preferred a sentence from another page: this is a *reading* error, not a retrieval one. Had
 # `read` printed None with `fuse` a number, the cut to five would be the suspect; None
 # everywhere would point at the embeddings or the chunking (chapter 4's diagnostic).
-#
-# ## 3 · Follow-up questions: condensation
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · 3 · Follow-up questions: condensation
 #
 # In a conversation the latest message is often not a question on its own: "and on the free
 # plan?" after "can I export our tickets to csv on pro?". Retrieval sees only the message. The
@@ -301,7 +302,8 @@ print(f"ask() condenses by itself; its trace logs the query it searched with: {r
 # `condense` stage), and it is the natural key for an answer cache: two conversations that
 # condense to the same question can share an answer; two identical messages ("and on
 # starter?") in different conversations must not.
-#
+
+# %% [markdown]
 # ## 4 · When not to answer
 #
 # `decide` escalates instead of answering when retrieval found nothing, when the confidence is
@@ -357,8 +359,9 @@ print(f"\ncaught {caught} of {len(conflict_qs)}; both pages among the candidates
 # question time only sees what retrieval happened to bring; the reliable place to find two
 # pages that disagree is at indexing time — compare the figures of pages on the same topic
 # once, and fix the content.
-#
-# ### A retired page
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · A retired page
 #
 # The help centre keeps superseded pages (an older refund policy, the legacy SSO guide, older
 # rate limits: the cell lists them), as real corpora do. Their text scores as high as the
@@ -391,8 +394,9 @@ print(f"\n{len(traps)} superseded-trap questions, filter off: the retired page a
 # escalation is the safety net for a search run without it (an "include archive" option, a
 # page whose status was set late): a retired page may still be *read*, but it is never the
 # source of an answer.
-#
-# ### An instruction planted in a document
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · An instruction planted in a document
 #
 # Chapter 8 found a forum post on the community page about exports carrying an instruction
 # aimed at the model. `instruction_like` finds it in the whole help centre:
@@ -517,8 +521,9 @@ py_pipeline.calibrate(py_prepared["train"], py_train)   # back to wrong_cost 2
 # the calibration doing its job: the number says *this pipeline should not answer Python
 # questions on its own* — improve retrieval and reading there first (chapter 10), or accept a
 # cheaper wrong answer (the `wrong_cost 1` row shows what that buys).
-#
-# ### The trade-off, one threshold at a time
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · The trade-off, one threshold at a time
 #
 # `ThresholdExplorer` holds a pipeline and the prepared questions; `threshold_curve` decides
 # every question at every threshold of a grid (a pure function, tested in
@@ -553,8 +558,8 @@ dev_explorer = ThresholdExplorer(pipeline, hc_prepared["dev"], hc_dev)
 print(dev_explorer.stats(pipeline.min_confidence))   # where the sliders start: the calibrated threshold
 threshold_explorer(dev_explorer)
 
-# %% [markdown]
-# ### What each stage costs
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · What each stage costs
 #
 # The traces time every stage, but the runs above read embeddings from the disk cache. For the
 # cost of a question nobody asked before, the same pipelines with the caches off, on 8
