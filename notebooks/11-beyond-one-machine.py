@@ -514,38 +514,9 @@ for n in (10_000_000, 100_000_000):
 # the graph and full vectors on NVMe (milliseconds more per query, a fraction of the memory),
 # and memory-map the scalar fields (`mmap`) so that text stays on disk. IVF_PQ is smallest
 # and the least accurate without re-ranking on full vectors.
-#
-# ## 8. What changes at cluster scale
-#
-# The code does not change — `MilvusRetriever.open("http://milvus:19530", encoder)` is the
-# whole migration — but four things behave differently, and each ties to the table above.
-#
-# **Shards and replicas.** A collection's writes go through *shards* (write channels, fixed
-# when it is created), while its sealed *segments* are spread over the query nodes that
-# search them: the "nodes" column is how many machines share the segments, times the
-# *replicas* (`load_collection(..., replica_number=2)`). Replicas double memory and double
-# read throughput, and let a node die without losing the segments it served.
-#
-# **Consistency levels.** The collections here use `Strong` consistency, so a search sees
-# every write before it (the upsert in section 5 was visible to the dense channel at once,
-# and the tests rely on it). On a cluster, Strong means each search waits for every write channel to catch up;
-# Milvus's default, `Bounded`, accepts a few seconds of staleness for lower latency;
-# `Session` guarantees a client sees its own writes; `Eventually` nothing. A help centre can
-# live with Bounded: an article edited a second ago may still show its old text.
-#
-# **Segments and compaction.** New rows land in *growing* segments, which are *sealed* when
-# full or flushed, and indexed only then. A delete is a tombstone until *compaction* rewrites
-# the segment without the row; an upsert is a delete plus an insert. Many small upserts make
-# many small segments and many tombstones, so compaction (which Milvus runs in the
-# background) is what keeps search fast and memory honest — budget for it, which is one
-# reason the sizing fills each node only to 70%. Milvus Lite showed the segment model in
-# miniature in section 5: a row in its own segment was scored with its own statistics.
-#
-# **One process, many.** The lock of section 5 disappears: any number of ingestion workers
-# and query services connect to the same collection, which is the point of the move.
 
-# %% [markdown]
-# ## 9. Updating ragbook's own indexes: one write to both channels, checked
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Updating ragbook's own indexes: one write to both channels, checked
 #
 # Section 5 showed Milvus Lite scoring an edited row with the statistics of its own small
 # segment. The in-process `HybridRetriever` has no segments, and it can be updated without a
@@ -642,6 +613,36 @@ milvus.upsert([old])
 # collection rather than per segment, so edited rows are scored like the rest; there, let
 # compaction (`client.compact(collection)`, run in the background by the server) rewrite the
 # segments that many small upserts and deletes leave behind.
+
+# %% [markdown]
+# ## 8. What changes at cluster scale
+#
+# The code does not change — `MilvusRetriever.open("http://milvus:19530", encoder)` is the
+# whole migration — but four things behave differently, and each ties to the table above.
+#
+# **Shards and replicas.** A collection's writes go through *shards* (write channels, fixed
+# when it is created), while its sealed *segments* are spread over the query nodes that
+# search them: the "nodes" column is how many machines share the segments, times the
+# *replicas* (`load_collection(..., replica_number=2)`). Replicas double memory and double
+# read throughput, and let a node die without losing the segments it served.
+#
+# **Consistency levels.** The collections here use `Strong` consistency, so a search sees
+# every write before it (the upsert in section 5 was visible to the dense channel at once,
+# and the tests rely on it). On a cluster, Strong means each search waits for every write channel to catch up;
+# Milvus's default, `Bounded`, accepts a few seconds of staleness for lower latency;
+# `Session` guarantees a client sees its own writes; `Eventually` nothing. A help centre can
+# live with Bounded: an article edited a second ago may still show its old text.
+#
+# **Segments and compaction.** New rows land in *growing* segments, which are *sealed* when
+# full or flushed, and indexed only then. A delete is a tombstone until *compaction* rewrites
+# the segment without the row; an upsert is a delete plus an insert. Many small upserts make
+# many small segments and many tombstones, so compaction (which Milvus runs in the
+# background) is what keeps search fast and memory honest — budget for it, which is one
+# reason the sizing fills each node only to 70%. Milvus Lite showed the segment model in
+# miniature in section 5: a row in its own segment was scored with its own statistics.
+#
+# **One process, many.** The lock of section 5 disappears: any number of ingestion workers
+# and query services connect to the same collection, which is the point of the move.
 
 # %%
 milvus.close()
