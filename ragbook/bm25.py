@@ -31,7 +31,7 @@ import numpy as np
 
 from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
-from .filters import matches, validate_where
+from .filters import matches, scoped
 from .persist import dumps, loads, read_manifest, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, index_text, make_hit, records_from
 from .types import Chunk, Document, Hit
@@ -190,9 +190,14 @@ class BM25Index(BaseRetriever):
         return self
 
     def upsert(self, items: Sequence[Chunk | Document],
-               contexts: Sequence[str] | None = None) -> BM25Index:
-        """Add ``items``, replacing any already indexed under the same id (``update``)."""
-        return self.update(upsert=items, contexts=contexts)
+               contexts: Sequence[str] | None = None) -> tuple[int, int]:
+        """Add ``items``, replacing any already indexed under the same id (``update``);
+        returns (added, replaced), as ``MilvusRetriever.upsert`` does."""
+        items = list(items)
+        known = {r["id"] for r in self.items_} if hasattr(self, "items_") else set()
+        self.update(upsert=items, contexts=contexts)
+        replaced = sum(x.id in known for x in items)
+        return len(items) - replaced, replaced
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove the items with ``ids`` (unknown ids are skipped, as a ``VectorStore``
@@ -237,11 +242,13 @@ class BM25Index(BaseRetriever):
         return np.bincount(r, weights=v, minlength=len(self.items_))
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
-               min_bm25: float | None = None) -> list[Hit]:
-        """The top ``k`` (the number of results) matching items, best first; ``where``
-        filters before ranking; ``min_bm25`` (or the index's) drops weaker hits."""
+               min_bm25: float | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The top ``k`` (the number of results) matching items, best first; ``where`` (and
+        the application's ``scope``, ``filters.scoped``) filters before ranking; ``min_bm25``
+        (or the index's) drops weaker hits."""
         self._built()
-        k, where = check_k(k), validate_where(where)
+        k, where = check_k(k), scoped(where, scope)
         s = self.scores(check_query(query))
         floor = self.min_bm25 if min_bm25 is None else check_threshold(min_bm25, "min_bm25")
         ok = s > 0 if floor is None else (s > 0) & (s >= floor)

@@ -5,7 +5,7 @@ run keeps what it wrote), *namespaced* by a fingerprint of everything the values
 with an optional expiry and hit/miss counters. Change the corpus or the model and the
 namespace changes, so stale entries are never served — they are simply never asked for.
 
-* ``CachedRetriever``: retrieval results per (query, k, where), namespaced by the
+* ``CachedRetriever``: retrieval results per (query, k, where and scope), namespaced by the
   retriever's ``fingerprint`` (corpus, settings, models) — repeated questions skip
   embedding and search.
 * ``ragbook.pipeline.CachedPipeline``: whole answers per (condensed question, where), with a
@@ -33,7 +33,7 @@ from typing import Any
 
 from . import models
 from .checks import check_k, check_query, check_threshold
-from .filters import validate_where
+from .filters import scoped, validate_where
 from .retrieval import BaseRetriever, make_hit, trace_stage
 from .types import Hit, Retrieved
 
@@ -185,29 +185,32 @@ class CachedRetriever(BaseRetriever):
         """The wrapped retriever's confidence range."""
         return self.retriever.confidence_bounds()
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """The wrapped retriever's hits, from the cache when the same (query, k, where) was
-        asked of the same corpus, settings and models before; the same argument errors as
-        any retriever."""
-        return list(self.retrieve(query, k, where).hits)
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The wrapped retriever's hits, from the cache when the same (query, k, where,
+        scope) was asked of the same corpus, settings and models before; the same argument
+        errors as any retriever."""
+        return list(self.retrieve(query, k, where, scope=scope).hits)
 
-    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-                 ) -> Retrieved:
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+                 scope: Mapping[str, Any] | None = None) -> Retrieved:
         """The wrapped retriever's ``retrieve``, from the cache when it can be: then the
-        stages are one ``cache`` stage (the original stages took no time this call)."""
+        stages are one ``cache`` stage (the original stages took no time this call). The
+        ``scope`` is AND-ed into ``where`` first, so it is part of the key: a result found
+        for one user's scope is never served to another's."""
         k, query, where = check_k(k), check_query(query), validate_where(where)
         t = time.perf_counter()
         self.cache.namespace = self.retriever.fingerprint
-        key = Cache.key(query, k, where)
+        key = Cache.key(query, k, scoped(where, scope))
         row = self.cache.get(key)
         if row is None:
-            got = self.retriever.retrieve(query, k=k, where=where)
+            got = self.retriever.retrieve(query, k=k, where=where, scope=scope)
             self.cache.put(key, {"hits": [_hit_dict(h) for h in got.hits],
                                  "confidence": got.confidence, "kind": got.confidence_kind})
             return got
         hits = tuple(make_hit(r, r["score"], n) for n, r in enumerate(row["hits"], 1))
-        return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where}),),
+        return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where,
+                                                                "scope": scope}),),
                          row["confidence"], row["kind"])
 
     def __len__(self) -> int:

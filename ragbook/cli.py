@@ -61,6 +61,16 @@ def _whole(minimum: int):
     return parse
 
 
+def _scope_part(text: str) -> tuple[str, str | list[str]]:
+    """``--scope KEY=VALUE`` (or ``KEY=V1,V2``: one of) as a (key, condition) pair."""
+    key, eq, value = text.partition("=")
+    values = [v.strip() for v in value.split(",")]
+    if not eq or not key.strip() or not all(values):
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE or KEY=V1,V2 (e.g. access=public), "
+                                         f"got {text!r}")
+    return key.strip(), values if len(values) > 1 else values[0]
+
+
 def _finite(text: str) -> float:
     try:
         value = float(text)
@@ -119,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--trace", metavar="FILE", help="append the pipeline trace to FILE as one "
                    "JSON line")
+    p.add_argument("--scope", type=_scope_part, action="append", metavar="KEY=VALUE",
+                   help="search only items whose metadata KEY is VALUE (KEY=V1,V2: one of "
+                   "them), e.g. --scope access=public; repeat for several keys. An item "
+                   "without KEY is outside the scope")
     p.add_argument("--generative", action="store_true", help="write the answer with a chat "
                    "model (RAGBOOK_LLM_BASE_URL and RAGBOOK_LLM_MODEL, else the profile's "
                    "local generator) instead of quoting a sentence; it streams, each sentence "
@@ -318,6 +332,10 @@ def _ask(args) -> int:
     if not args.question.strip():
         raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
                          "\"how long is the refund window?\"")
+    scope = dict(args.scope or ()) or None
+    if scope is not None and len(scope) < len(args.scope):
+        raise UsageError("--scope names a KEY twice; give its values once, comma-separated "
+                         "(--scope access=public,customer)")
     retriever = _load(args.index)
     reader = GenerativeReader(keep=args.keep) if args.generative else None
     pipeline = Pipeline(retriever, reader=reader, keep=args.keep,
@@ -325,7 +343,7 @@ def _ask(args) -> int:
                         trace_path=args.trace)
     shown = ""
     if reader is not None and not args.json:     # stream: verified sentences as they come
-        streamed = pipeline.stream(args.question)
+        streamed = pipeline.stream(args.question, scope=scope)
         for piece in streamed:
             shown += piece
             print(_shown(piece), end="", flush=True)
@@ -333,7 +351,7 @@ def _ask(args) -> int:
         if shown:
             print()
     else:
-        result = pipeline.ask(args.question)
+        result = pipeline.ask(args.question, scope=scope)
     out = result.to_dict()
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))

@@ -33,7 +33,7 @@ import numpy as np
 from .checks import check_k, check_query, check_threshold, check_vectors
 from .component import NotBuiltError
 from .embeddings import Encoder
-from .filters import matches, validate_where
+from .filters import matches, scoped, validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
 from .retrieval import BaseRetriever, index_text, make_hit, records_from
 from .similarity import top_k
@@ -202,36 +202,40 @@ class DenseIndex(BaseRetriever):
                 f"rebuild the index with the new one (re-embedding the corpus)")
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None,
-               min_cosine: float | None = None) -> list[Hit]:
-        """The top ``k`` items for ``query``, best first, filtered by ``where`` during the
-        search; ``min_cosine`` (or the index's) drops weaker hits, so fewer than k may
-        return. Raises ``NotBuiltError`` before ``build``/``load``, ``EncoderMismatchError``
-        when the query encoder is not the one that built the index, ``ValueError`` for a
-        blank query or a bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
+               min_cosine: float | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The top ``k`` items for ``query``, best first, filtered by ``where`` (and the
+        application's ``scope``, ``filters.scoped``) during the search; ``min_cosine`` (or
+        the index's) drops weaker hits, so fewer than k may return. Raises ``NotBuiltError``
+        before ``build``/``load``, ``EncoderMismatchError`` when the query encoder is not
+        the one that built the index, ``ValueError`` for a blank query or a bad ``k``,
+        ``TypeError``/``ValueError`` for a malformed ``where``."""
         self.check_encoder()
-        k, where = check_k(k), validate_where(where)
+        k, where = check_k(k), scoped(where, scope)
         qvec = self.encoder.encode_queries([check_query(query)])[0]
         return self.search_vector(qvec, k, where, min_cosine)
 
     def search_vector(self, qvec: np.ndarray, k: int = 10,
                       where: Mapping[str, Any] | None = None,
-                      min_cosine: float | None = None) -> list[Hit]:
+                      min_cosine: float | None = None, *,
+                      scope: Mapping[str, Any] | None = None) -> list[Hit]:
         """``search`` for an already-embedded query (unit vector from the same encoder)."""
         self.check_encoder()
         k = check_k(k)
         floor = self.min_cosine if min_cosine is None else check_threshold(min_cosine,
                                                                            "min_cosine")
-        ids, scores = self.store_.search(np.asarray(qvec)[None], k, validate_where(where))
+        ids, scores = self.store_.search(np.asarray(qvec)[None], k, scoped(where, scope))
         return self._hits(ids[0], scores[0], k, floor)
 
     def search_postfilter(self, query: str, k: int = 10,
                           where: Mapping[str, Any] | None = None,
-                          overfetch: int | None = None) -> list[Hit]:
+                          overfetch: int | None = None, *,
+                          scope: Mapping[str, Any] | None = None) -> list[Hit]:
         """The naive way, kept for teaching: fetch the ``k * overfetch`` nearest items of the
         whole index (the store's plain, unfiltered search), *then* drop those failing
-        ``where``. A narrow filter over a big index can leave nothing."""
+        ``where`` (or outside ``scope``). A narrow filter over a big index can leave nothing."""
         self.check_encoder()
-        k, where = check_k(k), validate_where(where)
+        k, where = check_k(k), scoped(where, scope)
         fetch = k * check_k(overfetch or self.overfetch, "overfetch")
         qvec = self.encoder.encode_queries([check_query(query)])[0]
         ids, scores = self.store_.search(qvec[None], fetch)

@@ -28,7 +28,7 @@ from typing import Any
 
 from .checks import check_k, check_query
 from .chunking import _encoder_tokenizer, chunk_documents
-from .filters import validate_where
+from .filters import matches, scoped
 from .retrieval import BaseRetriever, corpus_fingerprint
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
@@ -102,14 +102,15 @@ class ParentDocumentRetriever(BaseRetriever):
                            f"documents (parent_child_chunks)")
         return ps[i]
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """The best ``k`` parents (the number of results), best child first."""
-        k, query, where = check_k(k), check_query(query), validate_where(where)
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The best ``k`` parents (the number of results), best child first; a parent is
+        returned only when its own metadata, too, passes ``where`` and ``scope``."""
+        k, query, where = check_k(k), check_query(query), scoped(where, scope)
         out: dict[str, Hit] = {}
         for h in self.retriever.search(query, k=k * self.fetch, where=where):
             p = self.parent_of(h)
-            if p.id not in out:
+            if p.id not in out and matches(p.metadata, where):
                 out[p.id] = Hit(p.id, h.score, len(out) + 1, p.doc_id, p.text, p.metadata,
                                 p.start, p.end)
                 if len(out) == k:
@@ -164,13 +165,17 @@ class SentenceWindowRetriever(BaseRetriever):
         lo, hi = max(i - self.window, 0), min(i + self.window, len(spans) - 1)
         return spans[lo][0], spans[hi][1]
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """The best ``k`` windows (the number of results)."""
-        k, query, where = check_k(k), check_query(query), validate_where(where)
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The best ``k`` windows (the number of results); a window carries its document's
+        metadata, and is returned only when that, too, passes ``where`` and ``scope``."""
+        k, query, where = check_k(k), check_query(query), scoped(where, scope)
         windows: list[Hit] = []
         for h in self.retriever.search(query, k=k * self.fetch, where=where):
             a, z = self.widen(h)
+            meta = self._by_id[h.doc_id].metadata   # the window is the document's text
+            if not matches(meta, where):
+                continue
             for n, w in enumerate(windows):
                 if w.doc_id == h.doc_id and a < w.end and w.start < z:   # overlap: merge
                     a, z = min(a, w.start), max(z, w.end)
@@ -182,7 +187,7 @@ class SentenceWindowRetriever(BaseRetriever):
                 if len(windows) < k:
                     text = self._by_id[h.doc_id].text[a:z]
                     windows.append(Hit(f"{h.doc_id}:{a}-{z}", h.score, len(windows) + 1,
-                                       h.doc_id, text, h.metadata, a, z))
+                                       h.doc_id, text, meta, a, z))
         return windows
 
     @property

@@ -1,13 +1,18 @@
 """The ``where`` filter language over item metadata, and what metadata may hold.
 
 ``{key: value}`` (equality), ``{key: [v1, v2]}`` (one of), or ``{key: {"$op": value}}`` with
-``$eq $ne $in $nin $gt $gte $lt $lte``; all keys must hold. ``matches`` evaluates a filter in
-Python; ``translate_where`` hands each condition to a store that filters natively.
+``$eq $ne $in $nin $gt $gte $lt $lte``; all keys must hold, and ``{"$and": [filter, ...]}``
+adds whole filters that must all hold too. There is no ``$or``: a filter can only narrow, which
+is what lets ``scoped`` add an application's access scope that no caller's filter can widen.
+``matches`` evaluates a filter in Python; ``translate_where`` hands each condition to a store
+that filters natively.
 
 >>> validate_where({"status": "current", "updated": {"$gte": "2025-01-01"}})
 {'status': 'current', 'updated': {'$gte': '2025-01-01'}}
 >>> matches({"status": "current", "updated": "2025-06-01"}, {"updated": {"$gte": "2025-01-01"}})
 True
+>>> scoped({"access": "internal"}, {"access": ["public"]})
+{'$and': [{'access': ['public']}, {'access': 'internal'}]}
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_metadata", "validate_where", "matches", "translate_where", "OPERATORS"]
+__all__ = ["check_metadata", "validate_where", "matches", "translate_where", "scoped",
+           "filter_keys", "OPERATORS"]
 
 
 _SCALARS = (str, bool, int, float, type(None))
@@ -66,17 +72,32 @@ def validate_where(where: Any) -> dict | None:
 
     The language: ``{key: value}`` (equality), ``{key: [v1, v2]}`` (one of), or
     ``{key: {"$op": value, ...}}`` with the operators ``$eq $ne $in $nin $gt $gte $lt
-    $lte``; all keys must hold. Values are metadata scalars; ``$in``/``$nin`` take a
-    list; ordering operators take a number or a str (compared as stored, so ISO dates work).
+    $lte``; all keys must hold. ``{"$and": [filter, ...]}`` (alongside other keys or alone)
+    holds when every filter in the list holds: how two filters on the same key are combined.
+    Values are metadata scalars; ``$in``/``$nin`` take a list; ordering operators take a
+    number or a str (compared as stored, so ISO dates work). Any other ``$`` key (``$or``,
+    ``$not``) is refused: a filter can only narrow.
     """
     if where is None:
         return None
     if not isinstance(where, Mapping):
         raise TypeError(f"where must be a mapping like {{'status': 'current'}}, got "
                         f"{type(where).__name__}: {where!r:.60}")
+    out = {}
     for key, cond in where.items():
         if not isinstance(key, str):
             raise TypeError(f"where key {key!r} must be a str (a metadata field name)")
+        if key == "$and":
+            if not isinstance(cond, (list, tuple)) or not all(isinstance(c, Mapping)
+                                                              for c in cond):
+                raise TypeError(f"where['$and'] must be a list of filters (mappings), got "
+                                f"{cond!r:.60}")
+            out[key] = [validate_where(c) for c in cond]
+            continue
+        if key.startswith("$"):
+            raise ValueError(f"{key!r} is not part of the filter language: only '$and' "
+                             f"combines filters, and nothing widens them (for one of several "
+                             f"values of a key, use a list: {{'status': ['a', 'b']}})")
         if isinstance(cond, Mapping):
             if not cond:
                 raise ValueError(f"where[{key!r}] is an empty operator mapping; use e.g. "
@@ -87,7 +108,8 @@ def validate_where(where: Any) -> dict | None:
             _check_op(key, "$in", list(cond))
         else:
             _check_op(key, "$eq", cond)
-    return dict(where)
+        out[key] = cond
+    return out
 
 
 def _check_op(key: str, op: Any, arg: Any) -> None:
@@ -119,6 +141,12 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
     if not where:
         return True
     for key, cond in where.items():
+        if key == "$and":
+            if not all(matches(metadata, c) for c in cond):
+                return False
+            continue
+        if key.startswith("$"):
+            validate_where({key: cond})  # raises, naming the operator
         value = metadata.get(key)
         conds = (cond.items() if isinstance(cond, Mapping)
                  else [("$in", cond)] if isinstance(cond, (list, tuple, set, frozenset))
@@ -144,10 +172,57 @@ def translate_where(where: Mapping[str, Any] | None, term) -> list:
     where = validate_where(where) or {}
     out = []
     for key, cond in where.items():
-        if isinstance(cond, Mapping):
+        if key == "$and":  # every term is AND-ed, so the inner filters' terms simply join
+            for c in cond:
+                out += translate_where(c, term)
+        elif isinstance(cond, Mapping):
             out += [term(key, op, arg) for op, arg in cond.items()]
         elif isinstance(cond, (list, tuple, set, frozenset)):
             out.append(term(key, "$in", list(cond)))
         else:
             out.append(term(key, "$eq", cond))
     return out
+
+
+def _conditions(where: Mapping[str, Any] | None):
+    """(key, condition) of every key of a validated filter, those inside ``$and`` included."""
+    for key, cond in (where or {}).items():
+        if key == "$and":
+            for c in cond:
+                yield from _conditions(c)
+        else:
+            yield key, cond
+
+
+def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
+    """The metadata keys a filter looks at, those inside ``$and`` included.
+
+    >>> sorted(filter_keys({"status": "current", "$and": [{"access": "public"}]}))
+    ['access', 'status']
+    """
+    return {key for key, _ in _conditions(validate_where(where))}
+
+
+def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> dict | None:
+    """The filter a search runs for a caller's ``where`` inside an application's ``scope``:
+    ``{"$and": [scope, where]}``. The scope comes from the application (who the user is),
+    never from the question; since the language has no ``$or`` and every part of ``$and``
+    must hold, nothing in ``where`` can widen it. A document *without* a scope key is outside
+    the scope even when a condition alone would let a missing key through (``$ne``, ``$nin``):
+    such keys must also be present (``{"$ne": None}``). ``scope=None`` means no scope; an
+    empty scope is refused (it would look like a restriction and be none).
+
+    >>> scoped({"plan": "pro"}, {"access": {"$nin": ["internal"]}})
+    {'$and': [{'access': {'$nin': ['internal']}}, {'access': {'$ne': None}}, {'plan': 'pro'}]}
+    """
+    where = validate_where(where) or None
+    if scope is None:
+        return where
+    if not isinstance(scope, Mapping) or not scope:
+        raise ValueError(f"scope must be a non-empty filter like {{'access': ['public']}} "
+                         f"(or None for no scope), got {scope!r:.60}")
+    scope = validate_where(scope)
+    present = {key: {"$ne": None} for key, cond in _conditions(scope)
+               if matches({}, {key: cond})}
+    parts = [scope, *([present] if present else []), *([where] if where else [])]
+    return parts[0] if len(parts) == 1 else {"$and": parts}

@@ -29,7 +29,7 @@ from .bm25 import BM25Index, check_changes
 from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
 from .dense import DenseIndex, passage_vectors
-from .filters import validate_where
+from .filters import scoped, validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, records_from, trace_stage
 from .types import Chunk, Document, Hit, Retrieved, Stage
@@ -249,41 +249,43 @@ class HybridRetriever(BaseRetriever):
         self.check()
         return self.dense.corpus_fingerprint
 
-    def channels(self, query: str, where: Mapping[str, Any] | None = None
-                 ) -> tuple[list[Hit], list[Hit]]:
+    def channels(self, query: str, where: Mapping[str, Any] | None = None, *,
+                 scope: Mapping[str, Any] | None = None) -> tuple[list[Hit], list[Hit]]:
         """The two ranked lists before fusion, each ``depth`` deep."""
-        dense, keyword = self._channel_stages(query, where)
+        dense, keyword = self._channel_stages(query, where, scope)
         return dense[0], keyword[0]
 
-    def _channel_stages(self, query, where) -> list[tuple[list[Hit], Stage]]:
-        """Each channel's ``depth`` hits with its trace stage (``dense``, then ``bm25``)."""
+    def _channel_stages(self, query, where, scope=None) -> list[tuple[list[Hit], Stage]]:
+        """Each channel's ``depth`` hits with its trace stage (``dense``, then ``bm25``),
+        both searched with ``scope`` AND-ed into ``where`` (each stage records both)."""
         self.check()
         query, where = check_query(query), validate_where(where)
         out = []
         for name, index in (("dense", self.dense), ("bm25", self.bm25)):
             t = time.perf_counter()
-            hits = index.search(query, k=self.depth, where=where)
-            out.append((hits, trace_stage(name, t, hits, {"where": where,
+            hits = index.search(query, k=self.depth, where=scoped(where, scope))
+            out.append((hits, trace_stage(name, t, hits, {"where": where, "scope": scope,
                                                            "depth": self.depth})))
         return out
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
         """The best ``k`` (the number of results) items by RRF over both channels, each
-        searched ``depth`` deep with the same ``where`` filter; hits carry fused scores and
-        ranks, and ``min_rrf`` (if set) drops weak fused hits, so fewer than ``k`` may
-        come back. Raises ``NotBuiltError`` before ``build``/``load``, ``IndexDriftError``
-        when the two indexes hold different items, ``ValueError`` for a blank query or a
-        bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
-        return list(self.retrieve(query, k, where).hits)
+        searched ``depth`` deep with the same ``where`` filter (inside ``scope``); hits carry
+        fused scores and ranks, and ``min_rrf`` (if set) drops weak fused hits, so fewer
+        than ``k`` may come back. Raises ``NotBuiltError`` before ``build``/``load``,
+        ``IndexDriftError`` when the two indexes hold different items, ``ValueError`` for a
+        blank query or a bad ``k``, ``TypeError``/``ValueError`` for a malformed ``where``."""
+        return list(self.retrieve(query, k, where, scope=scope).hits)
 
-    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-                 ) -> Retrieved:
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+                 scope: Mapping[str, Any] | None = None) -> Retrieved:
         """``search``'s hits with the three stages that made them (``dense`` and ``bm25``,
         each ``depth`` deep, then ``fuse``) and the dense channel's best cosine as the
         confidence (``confidence_kind = "cosine"``)."""
         k = check_k(k)
-        lists, stages = map(list, zip(*self._channel_stages(query, where), strict=True))
+        lists, stages = map(list, zip(*self._channel_stages(query, where, scope),
+                                      strict=True))
         t = time.perf_counter()
         fused = reciprocal_rank_fusion(lists, k=k, rrf_k=self.rrf_k, weights=self.weights)
         if self.min_rrf is not None:

@@ -32,6 +32,7 @@ from .checks import check_k, check_query
 from .component import NotBuiltError
 from .dense import DenseIndex, passage_vectors
 from .embeddings import Encoder
+from .filters import scoped
 from .retrieval import BaseRetriever, make_hit, records_from
 from .stores.milvus import MilvusStore
 from .types import Chunk, Document, Hit
@@ -163,15 +164,16 @@ class MilvusRetriever(BaseRetriever):
         """The same collection searched another way (``dense``, ``bm25`` or ``hybrid``)."""
         return self.with_settings(mode=mode)
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """The best ``k`` items for ``query``, best first, filtered by ``where`` inside the
-        search (dense: cosine; bm25: BM25 score; hybrid: RRF score). Raises ``NotBuiltError``
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The best ``k`` items for ``query``, best first, filtered by ``where`` and the
+        application's ``scope`` (``filters.scoped``) inside the search (dense: cosine; bm25:
+        BM25 score; hybrid: RRF score). Raises ``NotBuiltError``
         before ``build``/``open``, ``EncoderMismatchError`` when the query encoder is not
         the one that built the collection, ``ValueError`` for a blank query or a bad ``k``,
         ``TypeError``/``ValueError`` for a ``where`` that cannot be translated to a Milvus
         filter."""
-        dense = self._dense()
+        dense, where = self._dense(), scoped(where, scope)
         if self.mode == "dense":
             return dense.search(query, k, where)
         k, query = check_k(k), check_query(query)

@@ -13,7 +13,7 @@ low_confidence      the confidence (best reranked score, else the retriever's) <
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
 conflict            two sources from different documents answer with different figures
 superseded_source   the answer would come from a page marked superseded
-planted_instruction the best answer would be a sentence planted for a model (``planted_spans``)
+planted_instruction the only good enough answer is a planted instruction (``planted_spans``)
 =================== ==========================================================================
 
 ``ask`` = ``prepare`` (everything that does not depend on the thresholds: retrieval,
@@ -44,7 +44,7 @@ from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
-from .filters import validate_where
+from .filters import filter_keys, scoped, validate_where
 from .readers import Span, default_extractive_reader, instruction_like, planted_spans
 from .retrieval import check_confidence_threshold, trace_stage
 from .streaming import Streamed
@@ -209,12 +209,13 @@ class Pipeline(Component):
     # -- stage 1-4: everything before the thresholds ---------------------------------------
     def _where(self, where):
         where = dict(validate_where(where) or {})
-        if self.exclude_superseded and "status" not in where:
+        if self.exclude_superseded and "status" not in filter_keys(where):
             where["status"] = {"$ne": "superseded"}
         return where or None
 
-    def prepare(self, question: str, history=None, where=None) -> Prepared:
-        """Condense, retrieve (the retriever's own stages), rerank (ordered, not cut), and
+    def prepare(self, question: str, history=None, where=None, *, scope=None) -> Prepared:
+        """Condense, retrieve (the retriever's own stages, inside the application's ``scope``:
+        see ``ask``), rerank (ordered, not cut), and
         find each candidate's best span: everything that does not depend on the thresholds,
         so ``decide`` can be re-run cheaply on copies with other thresholds (chapter 9's
         sliders). Raises ``ValueError`` for a blank question, ``TypeError`` for a malformed
@@ -227,7 +228,8 @@ class Pipeline(Component):
         trace.append(Stage("condense", time.perf_counter() - t,
                            detail={"input": question, "output": condensed,
                                    "history_turns": len(history or ())}))
-        got = self.retriever.retrieve(condensed, k=self.candidates, where=self._where(where))
+        got = self.retriever.retrieve(condensed, k=self.candidates, where=self._where(where),
+                                      scope=scope)
         trace += got.stages
         pool, confidence, kind = list(got.hits), got.confidence, got.confidence_kind
         if self.reranker is not None and pool:
@@ -350,18 +352,22 @@ class Pipeline(Component):
                    key=lambda s: s.score, default=None)
         return bait if bait is not None and self.reader.accepts(bait) else None
 
-    def ask(self, question: str, history=None, where=None) -> Result:
+    def ask(self, question: str, history=None, where=None, *, scope=None) -> Result:
         """Answer ``question`` (a follow-up is condensed against ``history``, a list of
         ``{"role", "content"}`` turns) from items passing ``where``, or escalate: the
         ``Result`` says which, why (``reason``, ``detail``) and what a person taking over
         needs (``candidates``). Not answering is a result, never an exception; errors are
-        those of ``prepare``."""
-        result = self.decide(self.prepare(question, history, where))
+        those of ``prepare``. ``scope`` is the access scope the *application* gives for the
+        user (e.g. ``{"access": ["public"]}``), never taken from the question: it is AND-ed
+        inside the retriever's search (``filters.scoped``), so ``where`` can only narrow it,
+        and the retrieval stages of the trace record it."""
+        result = self.decide(self.prepare(question, history, where, scope=scope))
         self._record(result)
         return result
 
     # -- streaming and recording (issue 22) ------------------------------------------------
-    def stream(self, question: str, history=None, where=None) -> Streamed[Result]:
+    def stream(self, question: str, history=None, where=None, *, scope=None
+               ) -> Streamed[Result]:
         """``ask``, streamed: iterate for the answer's text as it is released, then
         ``.result`` is the ``Result`` — the same one ``ask`` gives (answer, citations,
         escalation; only the trace's timings differ). Arguments and errors are ``ask``'s;
@@ -383,7 +389,7 @@ class Pipeline(Component):
         escalation after them. When a cited page may be superseded (``exclude_superseded``
         off and such a page among the passages) or the reader cannot stream (an extractive
         one), nothing is shown before the verdict."""
-        prep = self.prepare(question, history, where)
+        prep = self.prepare(question, history, where, scope=scope)
         return Streamed(self._streamed(prep))
 
     def _streamed(self, prep: Prepared):
@@ -416,7 +422,6 @@ class Pipeline(Component):
         if self.trace_path is not None:
             with open(Path(self.trace_path), "a", encoding="utf-8") as f:
                 f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
-
 
     def calibrate(self, prepared: Sequence[Prepared], questions: Sequence, *,
                   wrong_cost: float = 2.0) -> float | None:
@@ -489,7 +494,8 @@ def with_history(question) -> tuple[str, list | None]:
 class CachedPipeline(Component):
     """``Pipeline.ask`` with an answer cache for exact repeats: the key is the *condensed*
     question (so "and on free?" after different conversations are different keys) and the
-    filter; entries expire after ``ttl`` seconds (default 300); the namespace is the
+    filter and the access scope (an answer found for one scope is never served to another);
+    entries expire after ``ttl`` seconds (default 300); the namespace is the
     pipeline's ``fingerprint``: its corpus, every component's settings and models, its
     thresholds — change any and the cache misses."""
 
@@ -498,18 +504,18 @@ class CachedPipeline(Component):
         self.pipeline, self.ttl, self.path = pipeline, ttl, path
         self.cache = Cache("answers", pipeline.fingerprint, ttl, path)
 
-    def ask(self, question: str, history=None, where=None) -> Result:
-        """``Pipeline.ask``, answered from the cache when the same condensed question and filter
-        were asked within ``ttl`` under the same corpus, models and thresholds."""
+    def ask(self, question: str, history=None, where=None, *, scope=None) -> Result:
+        """``Pipeline.ask``, answered from the cache when the same condensed question, filter
+        and scope were asked within ``ttl`` under the same corpus, models and thresholds."""
         question = check_query(question)
         condensed = (self.pipeline.condenser.condense(question, history) if history
                      else question)
         self.cache.namespace = self.pipeline.fingerprint
-        key = Cache.key(condensed, validate_where(where))
+        key = Cache.key(condensed, validate_where(where), scoped(None, scope))  # scope as applied
         hit = self.cache.get(key)
         if hit is not None:
             return Result.from_dict(hit)
-        result = self.pipeline.ask(question, history, where)
+        result = self.pipeline.ask(question, history, where, scope=scope)
         self.cache.put(key, result.to_dict())
         return result
 

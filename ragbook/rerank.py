@@ -215,15 +215,17 @@ class RerankedRetriever(BaseRetriever):
         self.reranker = reranker if reranker is not None else CrossEncoderReranker()
         self.candidates = check_k(candidates, "candidates")
 
-    def search(self, query: str, k: int = 10, where=None) -> list[Hit]:
+    def search(self, query: str, k: int = 10, where=None, *, scope=None) -> list[Hit]:
         """The best ``k`` (the number of results) of the first stage's ``candidates``."""
-        return list(self.retrieve(query, k, where).hits)
+        return list(self.retrieve(query, k, where, scope=scope).hits)
 
-    def retrieve(self, query: str, k: int = 10, where=None) -> Retrieved:
-        """The first stage's ``retrieve`` (its stages kept) followed by a ``rerank`` stage;
-        the confidence is the best reranked score."""
+    def retrieve(self, query: str, k: int = 10, where=None, *, scope=None) -> Retrieved:
+        """The first stage's ``retrieve`` (its stages kept; ``where`` and ``scope`` applied
+        inside it) followed by a ``rerank`` stage; the confidence is the best reranked
+        score."""
         k, query, where = check_k(k), check_query(query), validate_where(where)
-        first = self.retriever.retrieve(query, k=max(k, self.candidates), where=where)
+        first = self.retriever.retrieve(query, k=max(k, self.candidates), where=where,
+                                        scope=scope)
         t = time.perf_counter()
         hits = self.reranker.rerank(query, list(first.hits), k=k)
         stage = trace_stage("rerank", t, hits, {"min_rerank_score":

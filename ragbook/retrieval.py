@@ -26,7 +26,7 @@ import numpy as np
 
 from .checks import check_text, check_threshold
 from .component import Component
-from .filters import check_metadata
+from .filters import check_metadata, scoped
 from .types import Chunk, Document, Hit, Retrieved, Stage
 
 __all__ = ["Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
@@ -51,21 +51,24 @@ class Retriever(Protocol):
     """Anything that finds items for a query.
 
     ``search`` returns at most ``k`` hits (``k`` is always the number of results), sorted
-    by score, ranks from 1, never padded; items failing ``where`` are never returned.
-    ``retrieve`` returns the same hits as a ``Retrieved``: with the stages that made them and
-    the retriever's confidence (of kind ``confidence_kind``). ``corpus_fingerprint`` changes
+    by score, ranks from 1, never padded; items failing ``where`` are never returned, nor
+    items outside ``scope`` (the application's access scope, ``filters.scoped``: AND-ed
+    inside the search, so ``where`` can only narrow it). ``retrieve`` returns the same hits
+    as a ``Retrieved``: with the stages that made them and the retriever's confidence (of
+    kind ``confidence_kind``). ``corpus_fingerprint`` changes
     whenever an item's id or text changes; ``fingerprint`` whenever anything a result depends
     on changes (corpus, settings, models) — what caches key on.
     """
 
     confidence_kind: str
 
-    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-               ) -> list[Hit]:
-        """At most ``k`` hits for ``query``, best first, ranks from 1, none failing ``where``."""
+    def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+               scope: Mapping[str, Any] | None = None) -> list[Hit]:
+        """At most ``k`` hits for ``query``, best first, ranks from 1, none failing ``where``
+        or outside ``scope``."""
 
-    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-                 ) -> Retrieved:
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+                 scope: Mapping[str, Any] | None = None) -> Retrieved:
         """``search``'s hits with their stages and the confidence in the best one."""
 
     def __len__(self) -> int: ...
@@ -95,13 +98,15 @@ class BaseRetriever(Component):
 
     confidence_kind = "cosine"
 
-    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None
-                 ) -> Retrieved:
-        """The ``k`` best hits (as ``search``) with one ``search`` stage and the top score as
-        the confidence (None when nothing was found)."""
+    def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
+                 scope: Mapping[str, Any] | None = None) -> Retrieved:
+        """The ``k`` best hits (as ``search``, with ``scope`` AND-ed into ``where``) with one
+        ``search`` stage (recording both) and the top score as the confidence (None when
+        nothing was found)."""
         t = time.perf_counter()
-        hits = self.search(query, k=k, where=where)
-        return Retrieved(tuple(hits), (trace_stage("search", t, hits, {"where": where}),),
+        hits = self.search(query, k=k, where=scoped(where, scope))
+        return Retrieved(tuple(hits), (trace_stage("search", t, hits, {"where": where,
+                                                                        "scope": scope}),),
                          hits[0].score if hits else None, self.confidence_kind)
 
     def confidence_bounds(self) -> tuple[float, float]:
