@@ -261,6 +261,21 @@ def test_a_backend_failing_mid_stream_is_an_error_not_a_short_answer():
         assert llm.generate(MESSAGES) == "Paris."   # the generation lock was released
 
 
+def test_a_backend_failing_before_its_first_piece_is_a_500():
+    class Broken:
+        def generate(self, messages, max_new_tokens=None, stop=()):
+            return "Paris."
+
+        def stream(self, messages, max_new_tokens=None, stop=()):
+            raise RuntimeError("model not loaded")
+
+    with ChatServer(Broken()) as server:
+        llm = OpenAICompatibleLLM(server.base_url, "local")
+        with pytest.raises(LLMResponseError, match="HTTP 500.*model not loaded"):
+            list(llm.stream(MESSAGES))
+        assert llm.generate(MESSAGES) == "Paris."   # the generation lock was released
+
+
 def sse_server(body: bytes, content_type: str = "text/event-stream"):
     """A bare HTTP server on 127.0.0.1 answering every POST with ``body``: streams no real
     chat-completions server should send."""
