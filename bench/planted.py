@@ -128,8 +128,8 @@ def main():
         ms_e = 1000 * (time.perf_counter() - t) / 200
         per_row = {}
         for r in rows:
-            parts = [normalise(r["text"][a:z]) for a, z in needed(r)]
-            per_row[r["id"]] = signal.scores(parts)
+            pieces = [normalise(r["text"][a:z]) for a, z in needed(r)]
+            per_row[r["id"]] = signal.scores(pieces)
         print("embedding threshold sweep (min_cosine: tune, held-out, fresh caught; "
               "benign false positives):")
         for th in (0.86, 0.88, 0.90, 0.92, 0.94):
