@@ -374,3 +374,32 @@ def test_cli_ask_generative_streams_the_answer_ask_gives(tmp_path, monkeypatch, 
     assert not asked["escalated"] and "cheese" not in asked["answer"]
     lines = shown.splitlines()
     assert lines[0] == asked["answer"] and "sources:" in lines
+
+
+def test_a_superseded_page_among_the_passages_holds_everything_until_the_verdict(hybrid):
+    traps = [q for q in HC.questions if q.category == "superseded_trap"][:6]
+    reasons = []
+    for q in traps:
+        p = Pipeline(hybrid, reader=reader(Quoting("quote")), exclude_superseded=False)
+        streamed = p.stream(q.text)
+        pieces = list(streamed)
+        same(streamed.result, p.ask(q.text))
+        reasons.append(streamed.result.reason)
+        if streamed.result.escalated:
+            assert pieces == []
+    assert "superseded_source" in reasons
+
+
+def test_scored_citations_stream_to_the_same_answer():
+    class Scoring(Quoting):
+        def score(self, messages, options, prefix=""):
+            return [-float(n) for n in range(len(options))]      # always prefers [1]
+
+    for mode in ("quote", "mixed", "bad_cite"):
+        r = GenerativeReader(Scoring(mode), keep=2, scored_citations=True)
+        streamed = r.stream("How long do refunds take?", hits())
+        shown = "".join(streamed)
+        answer = streamed.result
+        assert answer == GenerativeReader(Scoring(mode), keep=2, scored_citations=True).read(
+            "How long do refunds take?", hits())
+        assert (answer.text or "").startswith(shown) and shown
