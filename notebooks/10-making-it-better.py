@@ -54,7 +54,7 @@ from ragbook.expansion import (
     sentence_chunks,
     sentence_spans,
 )
-from ragbook.filters import matches
+from ragbook.filters import matches, scoped
 from ragbook.fusion import HybridRetriever
 from ragbook.pipeline import CachedPipeline, Pipeline
 from ragbook.readers import default_extractive_reader
@@ -658,6 +658,46 @@ print(f"   inside the search:      gold in top 5 for {inside_found} of {n}")
 # returns k when k items match. Filter inside the search; keep over-fetching for score
 # thresholds and de-duplication.
 #
+# ### Filters that only narrow: who may see what
+#
+# The help centre marks every page `access: public`, `customer` or `internal` (runbooks for
+# staff). Which of those a user may read is not the question's business: the *application*
+# knows who is asking and passes a `scope`, which every retriever's `search` and `retrieve`,
+# `Pipeline.ask` and `ragbook ask --scope access=public` take. The scope is AND-ed inside the
+# search with whatever filter the question brings (`{"$and": [scope, where]}`, written by
+# `ragbook.filters.scoped`), and the filter language has no `$or`, so a `where` can only narrow
+# it. A page without the scope's key is outside it. Here a hostile filter tries to widen a
+# public user's scope to a staff runbook:
+
+# %%
+public = {"access": "public"}
+runbook_q = "how many days can a billing agent extend the grace period of an overdue invoice?"
+for label, where, scope in (("no scope, where access = internal", {"access": "internal"}, None),
+                            ("public scope, same where", {"access": "internal"}, public),
+                            ("public scope, where access != public",
+                             {"access": {"$ne": "public"}}, public),
+                            ("public scope, no where", None, public)):
+    hits = hc_hybrid.search(runbook_q, k=5, where=where, scope=scope)
+    print(f"{label:36s}: {len(hits)} hits, access {sorted({h.metadata['access'] for h in hits})}")
+print("what the search ran:", scoped({"access": {"$ne": "public"}}, public))
+try:
+    scoped({"$or": [{"access": "internal"}]}, public)
+except ValueError as err:
+    print("a where with $or:", str(err).split(":")[0])
+hostile = [{"access": "internal"}, {"access": {"$ne": "public"}},
+           {"access": {"$nin": ["public"]}}, {"access": ["internal", "public"]}]
+leaked = sum(h.metadata["access"] != "public" for t in texts for w in hostile
+             for h in hc_hybrid.search(t, k=5, where=w, scope=public))
+print(f"{len(texts)} test questions x {len(hostile)} hostile filters, public scope: "
+      f"{leaked} non-public hits")
+
+# %% [markdown]
+# Without a scope the caller's filter picks the runbooks; with one, the same filter finds
+# nothing, a filter that excludes public pages finds nothing, and the scope alone finds public
+# pages only (the lines above). The scope is also part of every cache key (`CachedRetriever`,
+# `CachedPipeline`) and of the trace (each retrieval stage records it), so a staff member's
+# cached answer is never served to a customer.
+#
 # ## Caching
 #
 # Three caches, each with a hit counter, each namespaced by what its values depend on, so a
@@ -669,8 +709,8 @@ print(f"   inside the search:      gold in top 5 for {inside_found} of {n}")
 # | cache | key | namespace | expiry |
 # |---|---|---|---|
 # | embeddings (`Encoder`, since chapter 3) | hash of the exact text embedded | model name + weights hash + input length | never (deterministic) |
-# | query results (`CachedRetriever`) | query, k, filter | the retriever's `fingerprint`: corpus (ids, texts, metadata), settings, models | a day by default (`ttl`) |
-# | answers (`CachedPipeline`) | *condensed* question, filter | the pipeline's `fingerprint`: every component's | short (`ttl=300` s by default) |
+# | query results (`CachedRetriever`) | query, k, filter and scope | the retriever's `fingerprint`: corpus (ids, texts, metadata), settings, models | a day by default (`ttl`) |
+# | answers (`CachedPipeline`) | *condensed* question, filter, scope | the pipeline's `fingerprint`: every component's | short (`ttl=300` s by default) |
 #
 # The embedding cache has been at work all chapter:
 
