@@ -105,7 +105,7 @@ def test_eval_bad_jsonl_line_is_one_error(index, tmp_path, capsys):
 @pytest.mark.parametrize("argv, code, message", [
     (["ask", "{tmp}/missing", "refunds?"], 1, "does not exist; build one with 'ragbook index"),
     (["eval", "{tmp}/missing", "{tmp}/q.jsonl"], 1, "q.jsonl' is not a file"),
-    (["index", "{tmp}/empty", "--out", "{tmp}/i"], 1, "holds no .md, .markdown, .txt files"),
+    (["index", "{tmp}/empty", "--out", "{tmp}/i"], 1, "holds no .md, .markdown, .txt, .pdf, .html, .htm, .docx files"),
     (["index", "{tmp}/nowhere", "--out", "{tmp}/i"], 1, "does not exist; give a folder"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     ([], 2, "the following arguments are required: COMMAND"),
