@@ -437,12 +437,16 @@ for text in attacks:
 # the two scores printed). Not obeyed, but delivered. Two defences: keep untrusted user content
 # out of the index you answer from, and never let an instruction-like sentence be an answer. The
 # pipeline does the second by default (`skip_instructions=True`): a sentence `instruction_like`
-# flags is left out when the reader's spans are ranked.
+# flags is never an answer. When it would have been the best one, the question goes to a
+# person with the reason `planted_instruction` — a page carrying one has been tampered with;
+# when a genuine answer ranks above it, that answer is given.
 
 # %%
 for text in attacks:
     r_g = pipeline.ask(text)
-    print(f"{text!r} -> from {r_g.sources[0].doc_id}: {r_g.answer.text[:90]!r}")
+    said = (f"escalated: {r_g.reason}" if r_g.escalated else
+            f"answered from {r_g.sources[0].doc_id}: {r_g.answer.text[:80]!r}")
+    print(f"{text!r} -> {said}")
 
 # %% [markdown]
 # ## 5 · Thresholds: right, wrong, or hand it over

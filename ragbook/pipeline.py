@@ -13,7 +13,7 @@ low_confidence      the confidence (best reranked score, else the retriever's) <
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
 conflict            two sources from different documents answer with different figures
 superseded_source   the answer would come from a page marked superseded
-planted_instruction the only good enough answer is a planted instruction (``planted_spans``)
+planted_instruction the best answer would be a planted instruction (``planted_spans``)
 =================== ==========================================================================
 
 ``ask`` = ``prepare`` (everything that does not depend on the thresholds: retrieval,
@@ -169,8 +169,9 @@ class Pipeline(Component):
     ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``),
     ``skip_instructions`` never lets a sentence planted for a model (``planted_spans``: an
     instruction to the AI, after Unicode and markup disguises are undone, alone or split over
-    two sentences) be an extractive answer — when the reader would otherwise answer with one
-    and nothing else is good enough, the question escalates (``planted_instruction``),
+    two sentences) be an extractive answer — when one would be the best answer, the question
+    escalates (``planted_instruction``: the page needs a person's eyes); when a genuine
+    answer ranks above it, that answer is given and the trace notes ``planted_skipped``,
     ``trace_path`` appends
     one JSON line per question. ``reader`` defaults to ``default_extractive_reader()``;
     ``condenser`` to ``RuleCondenser()``.
@@ -293,14 +294,16 @@ class Pipeline(Component):
         if prep.spans:
             span = max((s for _, s in kept if s is not None and not _inside(s, planted)),
                        key=lambda s: s.score, default=None)
-            if span is None or not self.reader.accepts(span):
-                bait = self._planted_answer(prep.condensed, kept, planted)
-                if bait is not None:
-                    doc = next(h.doc_id for h, _ in kept if h.id == bait.source)
-                    return escalate("planted_instruction", f"the best answer would be a "
-                                    f"sentence written to a model, planted in {doc!r}: "
-                                    f"{bait.text[:200]!r}; it is never quoted",
-                                    {"planted": [bait.source, bait.start, bait.end]})
+            good = span is not None and self.reader.accepts(span)
+            bait = self._planted_answer(prep.condensed, kept, planted) if planted else None
+            if bait is not None and (not good or bait.score > span.score):
+                doc = next(h.doc_id for h, _ in kept if h.id == bait.source)
+                return escalate("planted_instruction", f"the best answer would be a "
+                                f"sentence written to a model, planted in {doc!r} "
+                                f"(characters {bait.start}-{bait.end} of {bait.source!r}); it "
+                                f"is never quoted, and a page carrying one needs a person's "
+                                f"eyes", {"planted": [bait.source, bait.start, bait.end]})
+            if not good:
                 return escalate("reader_abstained", "the reader found no answer good enough "
                                                     "in the candidates (low_confidence)")
             answer = Answer(span.text, (span.source,), (span.score,))

@@ -181,6 +181,8 @@ def test_the_planted_refund_sentence_is_never_the_answer(planted_index):
     if not result.escalated:                       # answered from the real policy page
         assert result.sources[0].doc_id == "billing-refund-policy"
         assert result.trace[-1].detail["planted_skipped"]
+    else:                                          # the planted sentence would have won
+        assert result.reason == "planted_instruction" and "365" not in result.detail
 
 
 def test_the_pipeline_escalates_when_the_best_answer_would_be_planted(planted_index):
@@ -205,5 +207,6 @@ def test_ragbook_ask_shows_the_reason(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("escalated: planted_instruction") and "office-visits" in out
     assert main(["ask", str(tmp_path / "index"), REFUND]) == 0
-    out = capsys.readouterr().out
-    assert "365" not in out.splitlines()[0] and "14-day" in out.splitlines()[0]
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "365" not in first          # the planted figure never reaches the reply, nor the
+    assert first.startswith("escalated: planted_instruction") or "14-day" in first  # reason
