@@ -59,7 +59,9 @@ def test_bm25_upserts_and_deletes_score_as_a_rebuild(start, steps, k1, b, split)
     corpus = dict(start)  # the model: kept items in order, then each upsert's, appended
     for op, arg in steps:
         if op == "upsert":
-            index.upsert([Document(i, t) for i, t in arg.items()])
+            replaced = len(set(arg) & set(corpus))
+            assert index.upsert([Document(i, t) for i, t in arg.items()]) == \
+                (len(arg) - replaced, replaced)
             for i, t in arg.items():
                 corpus.pop(i, None)
                 corpus[i] = t
