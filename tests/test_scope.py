@@ -277,6 +277,17 @@ def test_a_public_user_never_gets_an_internal_page_or_answer(hybrid, tmp_path):
     assert all(any(s.detail.get("scope") == PUBLIC for s in t.trace) for t in traces[1:])
 
 
+def test_the_pipeline_reads_status_inside_and_and_keeps_the_scope_apart(hybrid):
+    pipeline = Pipeline(hybrid)
+    assert pipeline._where(None) == {"status": {"$ne": "superseded"}}
+    asked = {"$and": [{"status": "superseded"}]}           # the caller asked for old pages
+    assert pipeline._where(asked) == asked
+    prep = pipeline.prepare(GRACE, where=asked, scope=PUBLIC)
+    old_public = {"access": "public", "status": "superseded"}
+    assert prep.candidates and all(META[h.doc_id] == {**META[h.doc_id], **old_public}
+                                   for h in prep.candidates)
+
+
 def test_a_warm_answer_cache_never_serves_another_scopes_answer(hybrid, tmp_path):
     cached = CachedPipeline(Pipeline(hybrid), path=tmp_path / "answers.sqlite")
     staff = cached.ask(GRACE, scope={"access": "internal"})
