@@ -27,7 +27,7 @@ from .embeddings import Encoder
 from .evaluate import compare_runs, format_table, run_from_hits
 from .fusion import HybridRetriever
 from .ingest import read_documents
-from .persist import read_manifest
+from .persist import CorruptIndexError, read_manifest
 from .pipeline import Pipeline
 from .readers import GenerativeReader
 
@@ -260,7 +260,11 @@ def _previous(out: Path, sources: dict, encoder):
     place, else None (after saying why it is built again in full)."""
     if not (out / "manifest.json").is_file():
         return None
-    saved = read_manifest(out, "HybridRetriever").get("sources")
+    try:
+        saved = read_manifest(out, "HybridRetriever").get("sources")
+    except CorruptIndexError as err:
+        raise CorruptIndexError(f"{err}; to build it again from SRC, run the same command "
+                                f"with --rebuild") from None
     why = None
     if not isinstance(saved, dict) or not isinstance(saved.get("documents"), dict):
         why = "it keeps no hash per document (saved by an older ragbook, or from Python)"

@@ -270,3 +270,7 @@ def test_cli_updates_only_what_changed(tmp_path, capsys):
     HybridRetriever.load(out).save(out)  # saved from Python: no hashes kept
     said = run(capsys, "index", src, "--out", out)
     assert said.startswith(f"building {out} again in full: it keeps no hash per document")
+    (out / "hybrid.json").write_text("{}")  # a damaged index: --rebuild is the way out
+    assert main(["index", str(src), "--out", str(out)]) == 1
+    assert "run the same command with --rebuild" in capsys.readouterr().err
+    assert run(capsys, "index", src, "--out", out, "--rebuild").startswith("indexed 5 documents")
