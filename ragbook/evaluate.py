@@ -17,6 +17,7 @@ the run without relevant documents in ``qrels`` are ignored, as in trec_eval and
 from __future__ import annotations
 
 import math
+import numbers
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,8 +40,10 @@ def ranking(scores: Mapping[str, float]) -> list[str]:
     """Doc ids best first: by score descending, ties by doc id ascending. A NaN score would
     sort arbitrarily, so it is an error naming the document."""
     for d, s in scores.items():
-        if s != s:
-            raise ValueError(f"the run scores document {d!r} NaN; every score must be a number")
+        if isinstance(s, bool) or not isinstance(s, numbers.Real) or s != s:
+            shown = "NaN" if s != s else f"{s!r:.40}"
+            raise ValueError(f"the run scores document {d!r} {shown}; every score must be a "
+                             f"number (not NaN, not a string)")
     return [d for d, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
@@ -105,8 +108,27 @@ def _parse(metric: str) -> tuple[str, int]:
     return name, int(k)
 
 
+def _check_qrels(qrels: Qrels) -> None:
+    """Relevance labels must be numbers: a "1" read from a file would not compare with 0."""
+    if not isinstance(qrels, Mapping):
+        raise TypeError(f"qrels must be {{query_id: {{doc_id: relevance}}}}, got "
+                        f"{type(qrels).__name__}")
+    for q, rel in qrels.items():
+        if not isinstance(rel, Mapping):
+            raise TypeError(f"qrels[{q!r}] must be {{doc_id: relevance}}, got {rel!r:.60}; give "
+                            f"each query a dict, e.g. {{'doc-a': 1}}")
+        for d, r in rel.items():
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or r != r:
+                fix = (f"convert it when reading the file, e.g. int({r!r:.20})"
+                       if isinstance(r, str) else "e.g. 1 for relevant")
+                raise ValueError(f"qrels[{q!r}][{d!r}] is {r!r:.40}: relevance must be a number "
+                                 f"(0 not relevant, 1 relevant, higher grades more relevant); "
+                                 f"{fix}")
+
+
 def per_query(qrels: Qrels, run: Run, metric: str) -> dict[str, float]:
     """One metric's value for every query that has a relevant document."""
+    _check_qrels(qrels)
     name, k = _parse(metric)
     fn = METRICS[name]
     return {q: fn(rel, ranking(run.get(q, {})), k) for q, rel in qrels.items()
@@ -147,7 +169,16 @@ def run_from_hits(results: Mapping[str, Sequence[Hit]],
 
 def retrieve_run(retriever, questions, k: int = 10, level: str = "doc",
                  **search_kwargs) -> dict[str, dict[str, float]]:
-    """Run ``retriever.search`` for each ``(query_id, text)`` pair and collect a run."""
+    """Run ``retriever.search`` for each ``(query_id, text)`` pair and collect a run. Ids
+    must be unique: a run holds one ranking per id, so a repeat would silently replace the
+    first question's results."""
+    questions = list(questions)
+    first: dict[str, int] = {}
+    for i, (qid, _) in enumerate(questions):
+        if qid in first:
+            raise ValueError(f"question id {qid!r} appears twice (items {first[qid]} and {i}); "
+                             f"give every question its own id")
+        first[qid] = i
     return run_from_hits({qid: retriever.search(text, k=k, **search_kwargs)
                           for qid, text in questions},
                          level=level)

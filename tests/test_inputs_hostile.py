@@ -85,3 +85,26 @@ def test_an_overlong_word_is_cut_at_the_size(length):
     assert len(chunks) >= len(hexdump) // 64
     assert chunks[0].text == "Intro." and chunks[-1].text.endswith("After the dump.")
     assert chunking.coverage_gaps(doc, chunks) == []
+
+
+# -- defect 10: each error is one line naming the file or value and what to do ------------
+
+def test_relevance_given_as_a_string_is_named():
+    from ragbook.evaluate import evaluate
+
+    with pytest.raises(ValueError, match=r"qrels\['q1'\]\['d'\] is '1': relevance must be a "
+                                         r"number.*int\('1'\)"):
+        evaluate({"q1": {"d": "1"}}, {"q1": {"d": 1.0}}, "recall@5")
+    with pytest.raises(ValueError, match=r"scores document 'd' 'high'; every score must be"):
+        evaluate({"q1": {"d": 1}}, {"q1": {"d": "high"}}, "recall@5")
+
+
+def test_question_ids_that_repeat_are_refused_before_searching():
+    from ragbook.evaluate import retrieve_run
+
+    class Never:
+        def search(self, *args, **kwargs):
+            raise AssertionError("searched before the ids were checked")
+
+    with pytest.raises(ValueError, match=r"question id 'q1' appears twice \(items 0 and 2\)"):
+        retrieve_run(Never(), [("q1", "a?"), ("q2", "b?"), ("q1", "c?")])
