@@ -30,6 +30,8 @@ from .evaluate import (  # evaluate() stays in ragbook.evaluate
                   retrieve_run,
 )
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
+from .late_interaction import MaxSimReranker, MaxSimScorer
+from .learned_rerank import LearnedReranker
 from .llm import (
                   LLMResponseError,
                   LLMUnavailableError,
@@ -67,7 +69,7 @@ __all__ = [
     "DenseIndex", "EncoderMismatchError", "BM25Index", "Tokenizer",
     "FaissStore", "MilvusStore",
     "HybridRetriever", "IndexDriftError", "reciprocal_rank_fusion", "score_blend",
-    "CrossEncoderReranker", "WindowScorer",
+    "CrossEncoderReranker", "WindowScorer", "MaxSimScorer", "MaxSimReranker", "LearnedReranker",
     "ExtractiveReader", "SentenceReader", "default_extractive_reader", "GenerativeReader",
     "NOT_IN_CONTEXT", "instruction_like",
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",

