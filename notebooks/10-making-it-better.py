@@ -30,6 +30,23 @@
 # Each is measured on both test splits against plain retrieval, with paired bootstrap
 # intervals (chapter 4). A published gain is a hypothesis about *your* data; where a
 # technique loses here, this chapter says so.
+#
+# **Why a subset of the Python docs.** Sentence windows and parent sections need new
+# embeddings — one per sentence, one per child. For the help centre that is cheap;
+# for the whole Python docs it is the sentence count printed above, several minutes of CPU on
+# every cold run of this notebook. So every Python-docs comparison in this chapter runs on one
+# documented subset: all sections of the FAQ pages (where every test question's answer lies)
+# plus a fixed random sample of other sections as distractors. The plain baseline runs on the
+# same subset, so each comparison stays paired and fair; the absolute numbers are not chapter
+# 5's, which searched all sections.
+
+# %%
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
+from ragbook.figures import pipeline_map
+
+print(models.banner())
+stage_map = pipeline_map(chapter=10)
 
 # %%
 import random
@@ -116,16 +133,6 @@ def paired_rows(values, baseline):
 
 
 # %% [markdown]
-# **Why a subset of the Python docs.** Sentence windows and parent sections need new
-# embeddings — one per sentence, one per child. For the help centre that is cheap;
-# for the whole Python docs it is the sentence count printed above, several minutes of CPU on
-# every cold run of this notebook. So every Python-docs comparison in this chapter runs on one
-# documented subset: all sections of the FAQ pages (where every test question's answer lies)
-# plus a fixed random sample of other sections as distractors. The plain baseline runs on the
-# same subset, so each comparison stays paired and fair; the absolute numbers are not chapter
-# 5's, which searched all sections.
-
-# %% [markdown]
 # ## Parent-document retrieval: search small, return the section
 #
 # A small child (`child_size=200` tokens below) embeds one idea, so it matches a question
@@ -144,7 +151,6 @@ for name, (parents, children) in families.items():
     print(f"{name}: {len(children):,} children of ~200 tokens in {len(parents):,} parents of "
           f"<= 1,000 tokens")
 
-# %%
 # from scratch: the best children, each mapped to the parent that contains it, once
 name = "help centre"
 parents, children = families[name]
@@ -180,7 +186,6 @@ window = {name: SentenceWindowRetriever(sentence_index[name], CORPORA[name][0], 
 for name, s in sentences.items():
     print(f"{name}: {len(s):,} sentences indexed")
 
-# %%
 # from scratch: the hit's sentence i, and 3 on each side
 name = "help centre"
 docs = {d.id: d for d in hc.documents}
@@ -197,16 +202,18 @@ print(f"llama-index window_size=3: {len(llama_like)} sentences, the last one aft
 assert (symmetric[0][0], symmetric[-1][1]) == window[name].widen(hit)
 print("symmetric == SentenceWindowRetriever.widen")
 
-# %% [markdown]
-# **A gotcha when comparing with a library.** llama-index's `SentenceWindowNodeParser` builds
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · A gotcha when comparing with a library
+#
+# llama-index's `SentenceWindowNodeParser` builds
 # its window as `nodes[max(0, i - window_size) : min(i + window_size, len(nodes))]`
 # (llama-index-core, `node_parser/text/sentence_window.py`). A Python slice excludes its end,
 # so `window_size=3` is three sentences before the hit and only two after — the cell above
 # shows the difference on a real hit. Check what a library's window actually holds before you
 # compare its numbers with yours.
 
-# %% [markdown]
-# ## Equal k is not a fair race
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Equal k is not a fair race
 #
 # First the comparison most write-ups make: the top 5 of each method. Recall is judged on
 # documents (chapter 4); *answer* is stricter — does a gold answer span lie whole inside the
@@ -241,7 +248,8 @@ for name in CORPORA:
 # tokens than five chunks and find no more answers (on the Python docs, fewer). More text
 # finds more; at equal k that is all a comparison shows. The fair race gives every method
 # the same **token budget**.
-#
+
+# %% [markdown]
 # ## Equal budgets
 #
 # `fit_budget(hits, budget)` hands over hits in rank order, whole while they fit; the first
@@ -278,7 +286,6 @@ for name in CORPORA:
     print(f"-- {name} test: what the reader is handed within a budget of encoder tokens")
     print(format_table(rows))
 
-# %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
 for ax, name in zip(axes, CORPORA, strict=True):
     for method in hits[name]:
@@ -326,7 +333,6 @@ for n in (0, 1, 2, 3, 4, 6):
 print(f"sentence searches served from the query cache: "
       f"{sweeps['help centre'].retriever.cache.hit_rate:.0%}")
 
-# %%
 window_explorer(sweeps["help centre"])
 
 # %% [markdown]
@@ -390,11 +396,9 @@ for c in (200, 57, 101):
 same_words = np.mean([q.text == py.doc(q.gold[0]).title for q in py.split("test")])
 print(f"\npython docs: questions identical to their gold section's heading: {same_words:.0%}")
 
-# %% [markdown]
+# %%
 # The cheap note from scratch, and what the index keeps: it embeds note + text, it returns
 # the text.
-
-# %%
 chunk = hc_chunks[200]
 doc = hc.doc(chunk.doc_id)
 scratch = " > ".join([doc.title] + [h for h in section_path(doc, chunk.start) if h != doc.title])
@@ -406,8 +410,10 @@ assert hit.id == chunk.id
 print(f"embedded: {index_text(record)[:140]!r}...")
 print(f"returned: {hit.text[:140]!r}... (the chunk's own text: {hit.text == chunk.text})")
 
-# %% [markdown]
-# **Measured like the published figures.** Anthropic's report on contextual retrieval (Anthropic,
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Measured like the published figures
+#
+# Anthropic's report on contextual retrieval (Anthropic,
 # Sept 2024) counts *top-20 retrieval failures* — questions whose answer is not in the top 20
 # — and quotes, relative to plain embeddings: **−35%** with contextual embeddings, **−49%**
 # adding contextual BM25, **−67%** adding reranking (their datasets, embedding models, a
@@ -567,7 +573,9 @@ for label, v in above.items():
           f"{len(traps)} trap questions ({m:.2f} [{lo:.2f}, {hi:.2f}])")
 trap_delta = paired_bootstrap(above["no filter"], above["status = current"])
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · What the trap does to an answer
+#
 # What that does to an answer — chapter 7's extractive reader, handed the top 5. Its
 # abstention threshold is switched off here to show which sentence it would quote; the line
 # under each answer says whether the shipped threshold would have held it back:
@@ -607,8 +615,8 @@ print(f"updated >= 2025-01-01 keeps {len(kept)} of {len(hc.documents)} pages "
       f"(superseded kept: {sum(d.metadata['status'] == 'superseded' for d in kept)}); "
       f"{len(lost)} answerable test questions lose every gold page")
 
-# %% [markdown]
-# ### Inside the search, or after it?
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Inside the search, or after it?
 #
 # Chapter 3 showed a post-filter (fetch `k × 4`, then drop what fails) returning nothing for
 # a narrow filter. Here are the counts: every help-centre test question, filters from
@@ -657,7 +665,8 @@ print(f"   inside the search:      gold in top 5 for {inside_found} of {n}")
 # more. Filtering inside the search (`DenseIndex` hands FAISS the allowed ids) always
 # returns k when k items match. Filter inside the search; keep over-fetching for score
 # thresholds and de-duplication.
-#
+
+# %% [markdown]
 # ### Filters that only narrow: who may see what
 #
 # The help centre marks every page `access: public`, `customer` or `internal` (runbooks for
@@ -697,8 +706,9 @@ print(f"{len(texts)} test questions x {len(hostile)} hostile filters, public sco
 # pages only (the lines above). The scope is also part of every cache key (`CachedRetriever`,
 # `CachedPipeline`) and of the trace (each retrieval stage records it), so a staff member's
 # cached answer is never served to a customer.
-#
-# ## Caching
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Caching
 #
 # Three caches, each with a hit counter, each namespaced by what its values depend on, so a
 # changed corpus, setting or model misses instead of serving stale results. Nobody lists
@@ -789,7 +799,8 @@ print(f"corpus changed, a repeated question: misses {before} -> {answers.cache.m
 # cache saves.
 # The tests (`tests/test_advanced.py`, `tests/test_embeddings.py`) check for each cache that
 # a changed corpus or model misses.
-#
+
+# %% [markdown]
 # ## What you built / what you measured
 #
 # Parent-document and sentence-window retrievers, contextual notes in both indexes, a status
