@@ -34,6 +34,9 @@ $(LAB_STAMP): pyproject.toml
 # Everything the tests need on top: dev tools, Milvus Lite, the Milvus test server.
 $(STAMP): $(LAB_STAMP)
 	$(PY) -m pip install -q -e ".[dev,milvus,documents]"
+	# the Milvus 2.3.5 standalone server, for tests/test_milvus_server.py only (--no-deps:
+	# its declared dependencies are not needed to run the binary it ships)
+	$(PY) -m pip install -q --no-deps milvus==2.3.5
 	touch $@
 
 # tests/browser drives JupyterLab in Chromium. Playwright's own browser download needs the

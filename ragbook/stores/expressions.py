@@ -22,6 +22,7 @@ metadata["status"] != "superseded")'
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,15 +61,13 @@ def _literal(value: Any, what: str) -> str:
 
 
 def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata", *,
-                  nulls: bool = True) -> str:
+                  old_server: bool = False) -> str:
     """``where`` (the ragbook filter language) as a Milvus boolean expression over the JSON
     ``field``, with the same meaning as ``ragbook.filters.matches``: '' for no filter,
     ``MATCH_NOTHING`` when nothing can pass (``{"k": []}``). A missing key fails every
     condition but ``$ne``/``$nin``, so those add ``is null or``. Values are quoted and
-    escaped; one that cannot be written raises, naming the key. ``nulls=False`` writes for a
-    Milvus server before 2.5, which cannot parse ``is null``: there ``!=`` is already true for
-    a missing key or a JSON null, and a condition that must exclude None raises (such a
-    server cannot tell a JSON null from a value).
+    escaped; one that cannot be written raises, naming the key. ``old_server=True`` writes
+    for a Milvus server before 2.5 (``_old_server_term``).
 
     >>> milvus_filter({"plan": ["pro", "team"], "updated": {"$gte": "2025-01-01"}})
     '(metadata["plan"] == "pro" or metadata["plan"] == "team") and \
@@ -77,6 +76,8 @@ metadata["updated"] >= "2025-01-01"'
     def term(key: str, op: str, value: Any) -> str:
         path = f"{field}[{_string(key, f'where key {key!r}')}]"
         what = f"where[{key!r}][{op!r}]"
+        if old_server:
+            return _old_server_term(path, op, value, what, key)
         if op in ("$in", "$nin"):
             vals = [_literal(v, f"a value in {what}") for v in value if v is not None]
             if op == "$in":
@@ -86,23 +87,19 @@ metadata["updated"] >= "2025-01-01"'
                 return f"({ors})" if len(vals) > 1 else ors
             ands = " and ".join(f"{path} != {v}" for v in vals)
             if any(v is None for v in value):  # a null value is "in" [None]: exclude it
-                _need_nulls(nulls, what, key)
                 return f"({path} is not null and {ands})" if vals else f"{path} is not null"
             if len(vals) > 1:
                 ands = f"({ands})"
-            if not nulls:
-                return ands
             return f"({path} is null or {ands})" if vals else ""
         if value is None:
             if op == "$ne":
-                _need_nulls(nulls, what, key)
                 return f"{path} is not null"
             if op == "$eq":
                 return MATCH_NOTHING
             raise ValueError(f"{what} is None; an ordering needs a number or a str")
         lit = _literal(value, what)
         if op == "$ne":
-            return f"({path} is null or {path} != {lit})" if nulls else f"{path} != {lit}"
+            return f"({path} is null or {path} != {lit})"
         return f"{path} {_OPS[op]} {lit}"
 
     terms = [t for t in translate_where(where, term) if t]
@@ -111,12 +108,41 @@ metadata["updated"] >= "2025-01-01"'
     return " and ".join(terms)
 
 
-def _need_nulls(nulls: bool, what: str, key: str) -> None:
-    if not nulls:
+_TWINS = {"true": "1", "false": "0", "1": "true", "0": "false", "1.0": "true",
+          "0.0": "false", "-0.0": "false"}
+_PY = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+def _old_server_term(path: str, op: str, value: Any, what: str, key: str) -> str:
+    """One condition for a Milvus server before 2.5 (measured on 2.3.5), which parses no
+    ``is null`` but whose ``!=`` is already true for a missing key or a JSON null, and where
+    a JSON bool never equals a number (``matches``, in Python, has ``True == 1``): each 0/1/
+    True/False literal is compared with its twin too. A condition that must exclude None
+    raises: such a server cannot tell a JSON null from a value.
+
+    >>> _old_server_term('m["k"]', "$gte", 1, "where['k']['$gte']", "k")
+    '(m["k"] >= 1 or m["k"] == true)'
+    """
+    if op in ("$ne", "$nin") and (value is None or op == "$nin" and None in value):
         raise ValueError(f"{what} excludes None, which needs 'is not null': Milvus servers "
                          f"before 2.5 cannot parse it (nor tell a JSON null from a value); "
                          f"filter on the values you want instead (e.g. {{{key!r}: [...]}}), "
                          f"or use Milvus >= 2.5 or Milvus Lite")
+    if op in _PY:
+        bools = [f"{path} == {b}" for b, n in (("true", 1), ("false", 0))
+                 if not isinstance(value, str) and _PY[op](n, value)]
+        cmp = f"{path} {_OPS[op]} {_literal(value, what)}"
+        return f"({' or '.join([cmp, *bools])})" if bools else cmp
+    lits = [_literal(v, what) for v in (value if op in ("$in", "$nin") else [value])
+            if v is not None]
+    lits = list(dict.fromkeys(t for lit in lits for t in (lit, _TWINS.get(lit)) if t))
+    if op in ("$eq", "$in"):
+        if not lits:
+            return MATCH_NOTHING
+        ors = " or ".join(f"{path} == {t}" for t in lits)
+        return f"({ors})" if len(lits) > 1 else ors
+    ands = " and ".join(f"{path} != {t}" for t in lits)       # $ne, $nin
+    return f"({ands})" if len(lits) > 1 else ands
 
 
 def ids_filter(ids, field: str = "id") -> str:

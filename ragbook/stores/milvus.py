@@ -46,7 +46,7 @@ A Milvus server before 2.5 (tested against the 2.3.5 standalone server of the pi
 ``milvus``: ``tests/test_milvus_server.py``) has no BM25 function, no sparse vectors and no
 ``is null``: there ``create`` makes a dense-only collection, ``keyword_search`` and
 ``hybrid_search`` raise ``MilvusVersionError`` (naming the version and the way out), and
-filters are written without ``is null`` (``expressions.milvus_filter(nulls=False)``).
+filters are written for it (``expressions.milvus_filter(old_server=True)``).
 """
 from __future__ import annotations
 
@@ -378,7 +378,7 @@ class MilvusStore(Component):
             check_record(r)
 
     def _where(self, where: Mapping[str, Any] | None) -> str:
-        return milvus_filter(where, nulls=self._full())
+        return milvus_filter(where, old_server=not self._full())
 
     def _ready(self):
         if not hasattr(self, "dim_"):
