@@ -643,6 +643,21 @@ milvus.upsert([old])
 #
 # **One process, many.** The lock of section 5 disappears: any number of ingestion workers
 # and query services connect to the same collection, which is the point of the move.
+#
+# **Tested against a server, and only against Lite.** `tests/test_milvus_server.py` starts a
+# real Milvus server (the `2.3.5` standalone server the pip package `milvus` ships, with
+# embedded etcd and local storage) and runs `MilvusStore` over `http://127.0.0.1:PORT`: dense
+# search (the same top 10 as the in-process flat index on the help centre, filtered or not),
+# the hostile `where` filters of the Lite tests, upsert, get and delete, two client processes
+# writing and reading at once, a rebuild whose new rows are refused (the old collection stays
+# live behind its alias), and a `kill -9` of the server during upserts (after a restart every
+# acknowledged write is there). Server-side BM25 and `hybrid_search` need Milvus `>= 2.5` (its
+# BM25 function and sparse vectors): on that server the store builds a dense-only collection,
+# and `mode="bm25"` or `"hybrid"` stops with a `MilvusVersionError` naming the version and the
+# way out. So everything this chapter showed of Milvus's BM25 and hybrid search, per-segment
+# statistics included, was measured on Milvus Lite only; so was `is null` in the filter
+# translation, which that server cannot parse (a filter that must exclude a missing value is
+# refused there).
 
 # %%
 milvus.close()
