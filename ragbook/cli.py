@@ -20,6 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
+from . import models
 from .bm25 import BM25Index
 from .chunking import chunk_documents
 from .dense import DenseIndex, EncoderMismatchError
@@ -311,7 +312,11 @@ def _load(path: str):
         what = "does not exist" if not path.exists() else "is not a ragbook index"
         raise FileNotFoundError(f"{str(path)!r} {what}; build one with "
                                 f"'ragbook index SRC --out {path}'")
-    return HybridRetriever.load(path)
+    try:
+        return HybridRetriever.load(path)
+    except CorruptIndexError as err:   # the library's advice is for library users
+        raise CorruptIndexError(re.split(r"[;:] rebuild", err.problem)[0],
+                                f"rebuild it with 'ragbook index SRC --out {path}'") from None
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -340,6 +345,7 @@ def _ask(args) -> int:
     if scope is not None and len(scope) < len(args.scope):
         raise UsageError("--scope names a KEY twice; give its values once, comma-separated "
                          "(--scope access=public,customer)")
+    models.use_threads(models.free_cores())  # one question: no more threads than idle cores
     retriever = _load(args.index)
     reader = GenerativeReader(keep=args.keep) if args.generative else None
     pipeline = Pipeline(retriever, reader=reader, keep=args.keep,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -180,6 +181,9 @@ def _first_heading(text: str) -> str | None:
     return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _read_jsonl(path: Path) -> list[Document]:
     docs, line_of = [], {}
     for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
@@ -203,6 +207,11 @@ def _read_jsonl(path: Path) -> list[Document]:
             elif not isinstance(row[field], str) or (field == "id" and not row[field]):
                 raise ValueError(f"{where}: field {field!r} must be a non-empty str, got "
                                  f"{row[field]!r:.40}; quote it, e.g. \"{field}\": \"...\"")
+        for field in ("id", "text", "title", "metadata"):  # "\ud800": an escape, not text
+            if _SURROGATE.search(json.dumps(row.get(field, ""), ensure_ascii=False)):
+                raise ValueError(f"{where}: field {field!r} holds a lone surrogate escape (like "
+                                 f"\"\\ud800\", half of a character's UTF-16 pair); write the "
+                                 f"character itself or its full pair, or remove the escape")
         if row["id"] in line_of:
             raise ValueError(f"{where} repeats the id {row['id']!r} of line "
                              f"{line_of[row['id']]}; ids must be unique")

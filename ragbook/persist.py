@@ -64,7 +64,13 @@ FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
 
 
 class CorruptIndexError(ValueError):
-    """A saved index does not match its manifest (a file changed, is missing or is truncated)."""
+    """A saved index does not match its manifest (a file changed, is missing or is truncated).
+    ``problem`` is the message without its advice, so a caller with other advice (the command
+    line: rebuild with ``ragbook index``) can give its own."""
+
+    def __init__(self, problem: str, fix: str | None = None):
+        super().__init__(problem if fix is None else f"{problem}; {fix}")
+        self.problem = problem
 
 
 # -- JSON that keeps tuples -------------------------------------------------------------------
@@ -272,6 +278,9 @@ def read_manifest(path: str | os.PathLike, kind: str) -> dict:
                 _recover(path)
         except OSError:
             pass
+    if not mf.exists() and (path.parent / "manifest.json").is_file():
+        raise CorruptIndexError(f"{str(path)!r} is missing from the index saved in "
+                                f"{str(path.parent)!r}", "rebuild and save the index again")
     if not mf.exists():
         raise FileNotFoundError(f"no saved {kind} in {str(path)!r} (no manifest.json); save "
                                 f"one with .save(path) first")

@@ -108,3 +108,85 @@ def test_question_ids_that_repeat_are_refused_before_searching():
 
     with pytest.raises(ValueError, match=r"question id 'q1' appears twice \(items 0 and 2\)"):
         retrieve_run(Never(), [("q1", "a?"), ("q2", "b?"), ("q1", "c?")])
+
+
+def test_a_lone_surrogate_in_a_jsonl_document_is_refused_at_read_time(tmp_path):
+    from ragbook.ingest import read_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": "bad \\ud800 here"}\n'
+                    '{"id": "c", "text": "a pair is one character: \\ud83d\\ude00"}\n')
+    with pytest.raises(ValueError, match=r"docs.jsonl' line 2: field 'text' holds a lone "
+                                         r"surrogate escape.*remove the escape"):
+        read_documents(path)
+    path.write_text('{"id": "c", "text": "a pair is one character: \\ud83d\\ude00"}\n')
+    assert read_documents(path)[0].text.endswith("\U0001F600")
+
+
+@pytest.fixture(scope="module")
+def saved_index(tmp_path_factory):
+    import shutil
+
+    from ragbook.cli import main
+    from ragbook.datasets import data_dir
+
+    docs = tmp_path_factory.mktemp("docs")
+    for name in ("billing-refund-policy", "billing-invoices", "account-enterprise-plan"):
+        shutil.copy(data_dir() / "helpcentre" / "articles" / f"{name}.md", docs)
+    out = tmp_path_factory.mktemp("idx") / "index"
+    assert main(["index", str(docs), "--out", str(out)]) == 0
+    return out
+
+
+def _damaged_copy(saved_index, tmp_path, damage):
+    import shutil
+
+    copy = tmp_path / "index"
+    shutil.copytree(saved_index, copy)
+    damage(copy)
+    return copy
+
+
+def _cli_error(capsys, path) -> str:
+    from ragbook.cli import main
+
+    assert main(["ask", str(path), "how long is the refund window?"]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ragbook: error: "), lines
+    return lines[0]
+
+
+def test_a_missing_dense_folder_gets_advice_for_who_is_reading(saved_index, tmp_path, capsys):
+    import shutil
+
+    from ragbook.fusion import HybridRetriever
+    from ragbook.persist import CorruptIndexError
+
+    path = _damaged_copy(saved_index, tmp_path, lambda p: shutil.rmtree(p / "dense"))
+    with pytest.raises(CorruptIndexError, match=r"dense' is missing from the index saved in "
+                                                r".*; rebuild and save the index again"):
+        HybridRetriever.load(path)
+    line = _cli_error(capsys, path)
+    assert "dense' is missing" in line and f"rebuild it with 'ragbook index SRC --out {path}'" \
+        in line and "save(" not in line
+
+
+def test_a_bad_faiss_file_with_a_valid_checksum_is_a_corrupt_index(saved_index, tmp_path,
+                                                                   capsys):
+    import hashlib
+
+    from ragbook.fusion import HybridRetriever
+    from ragbook.persist import CorruptIndexError
+
+    def damage(path):
+        faiss_file = path / "dense" / "index.faiss"
+        faiss_file.write_bytes(b"garbage, not a FAISS index" * 10)
+        manifest = json.loads((path / "dense" / "manifest.json").read_text())
+        manifest["files"]["index.faiss"] = hashlib.sha256(faiss_file.read_bytes()).hexdigest()
+        (path / "dense" / "manifest.json").write_text(json.dumps(manifest))
+
+    path = _damaged_copy(saved_index, tmp_path, damage)
+    with pytest.raises(CorruptIndexError, match=r"index.faiss' is not an index FAISS can read"):
+        HybridRetriever.load(path)
+    line = _cli_error(capsys, path)
+    assert "index.faiss' is not an index FAISS can read" in line and "ragbook index SRC" in line

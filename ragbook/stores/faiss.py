@@ -32,7 +32,7 @@ import numpy as np
 from ..checks import check_k, check_vectors
 from ..component import Component, NotBuiltError
 from ..filters import matches, validate_where
-from ..persist import dumps, loads
+from ..persist import CorruptIndexError, dumps, loads
 from ..retrieval import corpus_fingerprint
 
 __all__ = ["FaissStore", "KINDS"]
@@ -235,7 +235,13 @@ class FaissStore(Component):
             raise ValueError(f"{str(folder)!r} holds a {meta['kind']!r} FAISS index, but this "
                              f"store is kind={self.kind!r}")
         self.create(meta["dim"], meta["properties"])
-        self.index_ = faiss.read_index(str(folder / "index.faiss"))
+        try:
+            self.index_ = faiss.read_index(str(folder / "index.faiss"))
+        except RuntimeError as err:    # damaged before its checksum was taken
+            reason = str(err).rsplit(": ", 1)[-1].strip()
+            raise CorruptIndexError(f"{str(folder / 'index.faiss')!r} is not an index FAISS "
+                                    f"can read ({reason})",
+                                    "rebuild and save the index again") from None
         self.records_ = loads((folder / "records.json").read_text(encoding="utf-8"))
         self.positions_ = {r["id"]: i for i, r in enumerate(self.records_)}
         if self.index_.ntotal != len(self.records_) or self.index_.d != self.dim_:
