@@ -227,7 +227,9 @@ class RecursiveSplitter:
     Overlap is a ceiling, met as closely as word boundaries allow, with one more rule: the
     next chunk starts past the middle of the current one, so each chunk adds at least half
     new text. The one exception to "never mid-word": a single word longer than ``size`` on
-    its own (a long URL with ``length="chars"``) is cut at the size, since size is a guarantee.
+    its own (a long URL with ``length="chars"``, a hex dump with ``"tokens"``) is cut at the
+    size, since size is a guarantee. Documents are read piece by piece (``_Scan``), so memory
+    stays bounded however long a document is, with the same cuts as reading it whole.
 
     >>> doc = Document(id="d", text="One two three. Four five six.\\n\\nSeven eight nine.")
     >>> [c.text for c in RecursiveSplitter(size=20, overlap=0, length="chars").split(doc)]
