@@ -34,7 +34,7 @@ import numpy as np
 
 from .checks import check_k
 from .component import Component
-from .embeddings import Encoder, _length_lock
+from .embeddings import Encoder
 from .rerank import CrossEncoderReranker
 
 __all__ = ["maxsim", "MaxSimScorer", "MaxSimReranker"]
@@ -92,16 +92,11 @@ class MaxSimScorer(Component):
         out = [self._tokens.get(k) for k in keys]
         todo = sorted({k: t for k, t, o in zip(keys, texts, out, strict=True) if o is None}.items())
         if todo:
-            model = self.encoder.model
-            with _length_lock:  # the model is shared: set its input length for this call only
-                before = model.max_seq_length
-                model.max_seq_length = self.encoder.max_length or before
-                try:
-                    mats = model.encode([t for _, t in todo], output_value="token_embeddings",
-                                        batch_size=self.encoder.batch_size,
-                                        show_progress_bar=False)
-                finally:
-                    model.max_seq_length = before
+            model = self.encoder.model   # shared: the input length travels with the call
+            length = self.encoder.max_length or model.max_seq_length
+            mats = model.encode([t for _, t in todo], output_value="token_embeddings",
+                                batch_size=self.encoder.batch_size, show_progress_bar=False,
+                                processing_kwargs={"text": {"max_length": length}})
             done = {}
             for (k, _), m in zip(todo, mats, strict=True):
                 m = np.asarray(m.float().cpu().numpy()[1:-1])  # drop [CLS] and [SEP]

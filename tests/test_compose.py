@@ -55,6 +55,8 @@ def _values():
                                                                        reader=SentenceReader())),
         "encoder": (None, Encoder(max_length=64)),
         "model": (None, WindowScorer(size=40, overlap=10)),
+        "scorer": (None, ragbook.MaxSimScorer(dense_weight=0.3)),
+        "windows": (None, WindowScorer(size=40, overlap=10)),
         "reranker": (None, CrossEncoderReranker(batch_size=8)),
         "reader": (None, SentenceReader(min_words=5)),
         "condenser": (None, ragbook.RuleCondenser(max_words=4)),
