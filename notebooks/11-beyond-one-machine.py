@@ -39,6 +39,14 @@
 # the thing on paper for tens and hundreds of millions of chunks.
 
 # %%
+# which models make this chapter's numbers, and where the chapter sits in the pipeline
+from ragbook import models
+from ragbook.figures import pipeline_map
+
+print(models.banner())
+stage_map = pipeline_map(chapter=11)
+
+# %%
 import logging
 import os
 import shutil
@@ -48,6 +56,7 @@ import tempfile
 import textwrap
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 from milvus_lite.analyzer import create_analyzer  # Milvus Lite's own tokenizers
 
@@ -146,7 +155,9 @@ for where in filters:
     assert to_expression(where) == milvus_filter(where)
     print(f"{str(where):62s} -> {milvus_filter(where)}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · What no expression can carry, and a check of the filtered search
+#
 # `milvus_filter` also handles `$nin`, `None` and empty lists, and refuses what no expression
 # can carry instead of dropping the condition (a dropped filter would quietly return pages a
 # user may not see):
@@ -195,7 +206,9 @@ print(f"dense top-10 overlap, numpy from scratch vs Milvus FLAT, {len(questions)
       f"{mean:.3f} [{lo:.3f}, {hi:.3f}]; below 1.0 on {sum(o < 1 for o in overlaps)}")
 assert mean >= 0.99
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Where the tokenizers differ
+#
 # **BM25.** Milvus's BM25 has the same formula (with Lucene's IDF and an extra `(k1 + 1)`
 # factor that scales every score and changes no ranking), but not our tokenizer. Where they
 # split text differently:
@@ -239,6 +252,8 @@ for name, analyzer in (("standard + lowercase", MILVUS_STANDARD), ("+ our stopwo
     print(f"help centre, {name:21s}: {show('rho', rho)}, {show('overlap@10', ov)}")
 
 # %% [markdown]
+# ### Hybrid
+#
 # **Hybrid.** `MilvusRetriever(mode="hybrid")` sends both searches in one `hybrid_search`
 # call, each `depth = 100` deep with the filter applied, and fuses them inside Milvus with
 # `RRFRanker(60)` — the same reciprocal rank fusion as chapter 5, ranks from 1. What matters
@@ -261,7 +276,9 @@ hc_test = [(q.id, q.standalone) for q in hc.split("test") if q.gold]
 print("help centre recall@10,", end=" ")
 measured["hybrid recall@10, Milvus - ours, help centre"] = recall_pair(ours, milvus, hc_test, hc.qrels("test"))
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · The same on the Python docs
+#
 # The same three measurements on the Python documentation (its size is printed first;
 # recall is measured on the test questions). The embeddings come from the cache chapter 3
 # filled.
@@ -319,7 +336,9 @@ for q, a, b, s in zip(dev, here, there, same, strict=True):
     if not s:
         print(f"\n{q.text[:90]}\n  here:   {str(a.answer.text)[:90]}\n  Milvus: {str(b.answer.text)[:90]}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Where the two pipelines' answers differ
+#
 # Where the answers differ, the fused candidate lists differ, because the BM25 channel
 # tokenizes differently (section 3): the five candidates the reader reads are not the same
 # five, and it picks its sentence from another page. The trace each answer carries (chapter
@@ -357,7 +376,9 @@ for mode in ("dense", "bm25", "hybrid"):
     print(f"  Milvus Lite {mode:6s}: rank {rank_of(old.id, milvus.with_mode(mode).search(question, k=20))}")
 print(f"  BM25Index rebuilt with the change: rank {rank_of(old.id, ours_after.search(question, k=20))}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · Lite's BM25 after edits, reopening, and the file lock
+#
 # The dense channel sees the new text at once. Milvus Lite's BM25 does not rank it at all,
 # and that is a property of Lite, not of BM25: Lite computes BM25 statistics (document count,
 # document frequencies, average length) *per segment* — its README lists this among its
@@ -428,7 +449,8 @@ print(second.stdout.replace(workdir, "<workdir>"))
 
 # %% [markdown]
 # That lock is the first thing a cluster removes: many clients, one service.
-#
+
+# %% [markdown]
 # ## 6. Speed on one machine
 #
 # `FaissStore` (inside `DenseIndex`) and `MilvusStore` implement the same `VectorStore`
@@ -503,6 +525,17 @@ for n in (10_000_000, 100_000_000):
         if name == "HNSW float32":
             measured[f"query nodes for {n // 1_000_000}M chunks, HNSW float32 + fields, "
                      f"{replicas} replicas"] = nodes
+
+# the same arithmetic as curves: memory of one replica against corpus size, per index type
+sizes = np.logspace(6, 9, 13)
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for name, per in indexes.items():
+    ax.plot(sizes, sizes * (per + text_bytes + sparse_bytes) / 2**30, "o-", ms=3, label=name)
+ax.axhline(node_gib * fill, ls="--", c="grey", lw=1)
+ax.text(sizes[0], node_gib * fill * 1.15, f"one {node_gib} GiB node, {fill:.0%} full", fontsize=8)
+ax.set_xscale("log"), ax.set_yscale("log"), ax.grid(alpha=0.3), ax.legend(fontsize=8)
+ax.set_xlabel("chunks"), ax.set_ylabel("GiB in query-node memory (one replica)")
+plt.show()
 
 # %% [markdown]
 # Reading the table: at 10 million chunks the float32 HNSW index alone fits in one 64 GiB
@@ -659,12 +692,6 @@ milvus.upsert([old])
 # translation, which that server cannot parse (a filter that must exclude a missing value is
 # refused there).
 
-# %%
-milvus.close()
-py_milvus.close()
-shutil.rmtree(workdir, ignore_errors=True)
-print("closed; temporary databases removed")
-
 # %% [markdown]
 # ## What you built / what you measured
 #
@@ -687,3 +714,8 @@ for name, value in measured.items():
     elif isinstance(value, float):
         value = f"{value:.3f}"
     print(f"{name:66s} {value}")
+
+milvus.close()
+py_milvus.close()
+shutil.rmtree(workdir, ignore_errors=True)
+print("closed; temporary databases removed")
