@@ -6,9 +6,10 @@ a whole corpus, affordable over ~50 candidates. Retrieve wide and cheap, rerank 
 
 ``CrossEncoderReranker`` runs any model with sentence-transformers' ``CrossEncoder.predict``
 shape — the standard MS MARCO cross-encoder, or the offline stand-in the ``cross_encoder``
-role resolves to: ``WindowScorer``, which re-reads each candidate in overlapping ~100-word
-windows with the bi-encoder and scores it by its best window (chosen by measurement,
-chapter 6; no cross-encoder ships in a pip package).
+role resolves to: ``late_interaction.MaxSimScorer``, ColBERT-style MaxSim over the
+bi-encoder's token vectors blended with the cosine (chosen by measurement, chapter 6; no
+cross-encoder ships in a pip package). ``WindowScorer`` — each candidate re-read in
+overlapping ~100-word windows, scored by its best — is the baseline it beat.
 """
 from __future__ import annotations
 

@@ -96,9 +96,13 @@ def _tracer():
         from opentelemetry import trace
     except ImportError:
         return None
-    from . import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
-    return trace.get_tracer("ragbook", __version__)
+    try:
+        release = version("ragbook")
+    except PackageNotFoundError:   # run from a checkout that was never installed
+        release = None
+    return trace.get_tracer("ragbook", release)
 
 
 def emit(result, end_ns: int | None = None) -> bool:

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..checks import check_threshold
 from ..component import Component
+from ..embeddings import Encoder
 from ..text import sentence_spans
 
 __all__ = ["reveal", "fold", "normalise", "instruction_like", "rule_of", "planted_spans",
@@ -606,7 +607,6 @@ class EmbeddingSignal(Component):
         if self._encoder is not None:
             return self._encoder
         if getattr(self, "_default", None) is None:  # not a setting
-            from ..embeddings import Encoder
             self._default = Encoder("prefix_encoder", profile="offline", show_progress=False)
         return self._default
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import chunking, cost, evaluate, similarity
+from ..figures import vectors_2d
 from ..types import Document
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
@@ -178,8 +179,6 @@ def similarity_playground():
     """A query and three documents in 2-D: rotate and stretch them, watch three rankings."""
     import ipywidgets as W
     import matplotlib.pyplot as plt
-
-    from ..figures import vectors_2d
 
     spec = {"query": (30, 1.0), "A": (40, 0.6), "B": (80, 3.0), "C": (10, 1.5)}
     controls = {}
