@@ -79,15 +79,12 @@ from ragbook.figures import encoder_kinds
 
 _ = encoder_kinds()
 
-# %% [markdown]
 # Now the real input. BERT-style models read a pair as `[CLS] question [SEP] passage [SEP]`,
 # and `token_type_ids` tell the model which segment each token belongs to (0: question,
 # 1: passage); inside, every question token attends to every passage token. The network
 # below is the cross-encoder's architecture built from the packaged MiniLM weights with a
 # new, untrained one-number head — its score is random, so only the *shapes* are the lesson
 # here; the trained offline stand-ins come next.
-
-# %%
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification
 
@@ -190,6 +187,9 @@ for name, (hybrid, qs, qrels) in sets.items():
 # median is a look-up, while almost every Python-docs question brings sections nobody has
 # embedded yet, so its median is mostly embedding. The cell below times both corpora with
 # nothing cached, on a few questions, next to how many windows a candidate has:
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · What the stand-in costs cold, and where it helps by category
 
 # %%
 cold = CrossEncoderReranker(WindowScorer(Encoder(cache=False, show_progress=False)))
@@ -346,13 +346,11 @@ learned_run = run_from_hits({qid: learned.rerank(text, hc_hits["hybrid"][qid], k
 print(format_table(compare_runs(hc_qrels, {"dense": hc_runs["dense"], "hybrid + learned (help-centre train)": learned_run},
                                 ["mrr@10", "recall@10"], baseline="dense")))
 
-# %% [markdown]
+# %%
 # Now the question that matters before shipping it: does what it learned carry to a corpus
 # it never saw? The bench trains one reranker per corpus and tests each on both (a
 # learned reranker per corpus = two fits over every Python-docs candidate, minutes of token
 # reading, so these rows are the bench's):
-
-# %%
 recorded_table(lambda runs: [n for n in runs if n.startswith("learned")])
 for corpus, own, other in (("help centre", "learned (hc train)", "learned (py train)"),
                            ("python docs", "learned (py train)", "learned (hc train)")):
@@ -372,8 +370,8 @@ for corpus, own, other in (("help centre", "learned (hc train)", "learned (py tr
 # measured against the blend on your own test split — never as a default for a corpus it has
 # not seen.
 
-# %% [markdown]
-# ## A threshold instead of always returning five
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · A threshold instead of always returning five
 #
 # Some questions have no answer in the corpus. Rather than always handing the reader five
 # passages, return nothing when nothing scores well enough. The bar depends on the model
@@ -437,7 +435,8 @@ plt.show()
 # Relevant candidates score higher on average, but the two distributions overlap, so any
 # threshold trades wrong answers against missed ones; chapter 9 turns this into the
 # pipeline's `low_confidence` abstention.
-#
+
+# %% [markdown]
 # ## Latency is the knob
 #
 # Reranking cost grows with the number of candidates: nothing about a (question, passage)
@@ -456,7 +455,6 @@ print(f"{'candidates':>10s} {'ms/query':>9s} {'recall@5':>9s} {'MRR@10':>7s}")
 for r in rows:
     print(f"{r['candidates']:10d} {r['ms_per_query']:9.1f} {r['recall@5']:9.3f} {r['mrr@10']:7.3f}")
 
-# %%
 fig, a1 = plt.subplots(figsize=(6, 3.5))
 n = [r["candidates"] for r in rows]
 a1.plot(n, [r["ms_per_query"] for r in rows], "o-", c="C0")
@@ -466,7 +464,9 @@ a2.plot(n, [r["mrr@10"] for r in rows], "s--", c="C1")
 a2.set_ylabel("MRR@10", color="C1")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · The same cost with a real cross-encoder's architecture
+#
 # These milliseconds are flattering: the window vectors were computed ahead of time (the
 # embedding cache), so reranking is look-ups and dot products, and quality barely moves
 # with the count. A real cross-encoder has nothing to precompute — it runs a transformer
@@ -510,8 +510,9 @@ print(f"measured here for {n50} candidates: {t50:.0f} ms, {where} the quoted {QU
 # says where this machine, with 256-token passages, falls: budget for your hardware. Load
 # the model once per process — `CrossEncoderReranker` does, through `ragbook.models` — since
 # loading costs far more than scoring.
-#
-# ## Reranking cannot repair bad chunking
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Reranking cannot repair bad chunking
 #
 # The reranker only reorders what it is given. Cut the help centre into fixed 32-token
 # windows — far too small, splitting answers from their context — and compare:
@@ -538,7 +539,8 @@ for label, hyb in (("256-token recursive chunks", hc_hybrid), ("32-token fixed w
 # fragments puts fewer right articles in the top 5 (compare recall@5 and MRR@10 above).
 # The reranker reorders fragments; it cannot put a cut answer back together — that is
 # chunking's job (chapter 1).
-#
+
+# %% [markdown]
 # ## Try it: candidates against latency
 
 # %%
