@@ -34,6 +34,14 @@
 # an index of its own. The rest, building the index and reading the answers, is yours to adapt.
 
 # %%
+# which models make this chapter's numbers, and the whole pipeline you are about to assemble
+from ragbook import models
+from ragbook.figures import pipeline_map
+
+print(models.banner())
+stage_map = pipeline_map(chapter=12)
+
+# %%
 from pathlib import Path
 
 from ragbook import Encoder, models
