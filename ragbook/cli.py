@@ -330,11 +330,29 @@ def _shown(text) -> str:
 
 
 def _passage(n: int, p: dict) -> str:
+    """One source line: rank, document, offsets and the start of the text. No score: a
+    candidate's fused (RRF) score is a rank sum (~0.03 at best) that reads like "very low
+    confidence"; the quantity the pipeline decided on is printed once (``_confidence``)."""
     snippet = " ".join(_shown(p.get("text", "")).split())
     snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
     return (f"  [{n}] {_shown(p['doc_id']).replace(chr(10), chr(92) + 'n')}  "
-            f"chars {p['start']}-{p['end']}  "
-            f"score {float(p['score']):.3f}  \"{snippet}\"")
+            f"chars {p['start']}-{p['end']}  \"{snippet}\"")
+
+
+_KIND_WORDS = {"cosine": "cosine of the best dense match", "bm25": "BM25 score of the best "
+               "keyword match", "rrf": "fused rank score of the best hit",
+               "rerank": "reranker's score of the best candidate"}
+
+
+def _confidence(out: dict, floor: float | None) -> str:
+    """The number the escalation rule compared, named: "confidence 0.62 (cosine of the best
+    dense match; escalates under --min-confidence 0.40)"."""
+    value, kind = out.get("confidence"), out.get("confidence_kind")
+    if value is None:
+        return "confidence: none (nothing was retrieved)"
+    rule = (f"escalates under --min-confidence {floor:.2f}" if floor is not None else
+            "no --min-confidence set")
+    return f"confidence {value:.2f} ({_KIND_WORDS.get(kind, kind)}; {rule})"
 
 
 def _ask(args) -> int:
@@ -373,12 +391,14 @@ def _ask(args) -> int:
               "no candidate passages were found")
         for n, p in enumerate(out["candidates"], 1):
             print(_passage(n, p))
+        print(_confidence(out, args.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
             print(_shown(out["answer"]))
         if out.get("answer_span"):
             doc, start, end = out["answer_span"]
             print(f"(from {_shown(doc)}, chars {start}-{end})")
+        print(_confidence(out, args.min_confidence))
         print("sources:")
         for n, p in enumerate(out["sources"], 1):
             print(_passage(n, p))

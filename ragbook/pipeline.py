@@ -64,7 +64,10 @@ class Result:
     ``reason`` is one of ``ESCALATIONS`` and ``detail`` says it in words. ``sources`` are the
     hits the answer came from (with their character offsets in their document) and
     ``answer_span`` = (doc_id, start, end) of the answer text itself; ``candidates`` are
-    what the reader was handed — what a human needs to take over an escalation."""
+    what the reader was handed — what a human needs to take over an escalation.
+    ``confidence`` is the number ``min_confidence`` was compared with, of kind
+    ``confidence_kind`` (e.g. "cosine": the dense channel's best match): the quantity to show
+    a person, not a candidate's fused rank score."""
 
     question: str
     condensed: str
@@ -75,6 +78,8 @@ class Result:
     detail: str = ""
     answer_span: tuple[str, int, int] | None = None
     trace: tuple[Stage, ...] = ()
+    confidence: float | None = None
+    confidence_kind: str | None = None
 
     @property
     def escalated(self) -> bool:
@@ -93,6 +98,7 @@ class Result:
                 "answer": self.answer.text, "escalated": self.escalated, "reason": self.reason,
                 "detail": self.detail, "answer_span": self.answer_span,
                 "answer_scores": list(self.answer.scores),
+                "confidence": self.confidence, "confidence_kind": self.confidence_kind,
                 "sources": [hit(h) for h in self.sources],
                 "candidates": [hit(h) for h in self.candidates],
                 "trace": [asdict(s) for s in self.trace]}
@@ -114,7 +120,8 @@ class Result:
         return cls(d["question"], d["condensed"], answer, sources,
                    tuple(hit(x) for x in d["candidates"]), d["reason"], d["detail"], span,
                    tuple(Stage(s["name"], s["seconds"], tuple(s["ids"]), tuple(s["scores"]),
-                               s["detail"]) for s in d["trace"]))
+                               s["detail"]) for s in d["trace"]),
+                   d.get("confidence"), d.get("confidence_kind"))
 
 
 def read_traces(path: str | os.PathLike) -> list[Result]:
@@ -275,7 +282,8 @@ class Pipeline(Component):
                                                                       **(extra or {})})
             return Result(prep.question, prep.condensed, Answer(None, reason=reason),
                           candidates=prep.candidates, reason=reason, detail=detail,
-                          trace=prep.trace + (stage,))
+                          trace=prep.trace + (stage,), confidence=prep.confidence,
+                          confidence_kind=prep.confidence_kind)
 
         if not prep.candidates:
             return escalate("no_candidates", "retrieval found nothing for this question "
@@ -338,7 +346,8 @@ class Pipeline(Component):
                       tuple(answer.scores), {"planted_skipped": sorted(planted)} if planted
                       else {})
         return Result(prep.question, prep.condensed, answer, sources, prep.candidates,
-                      None, "", answer_span, prep.trace + (stage,))
+                      None, "", answer_span, prep.trace + (stage,), prep.confidence,
+                      prep.confidence_kind)
 
     @staticmethod
     def _planted(kept) -> dict[str, list[tuple[int, int]]]:

@@ -1,5 +1,6 @@
 """The command line, run in process (``ragbook.cli.main``) and once as ``python -m ragbook``."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def test_eval_bad_jsonl_line_is_one_error(index, tmp_path, capsys):
 @pytest.mark.parametrize("argv, code, message", [
     (["ask", "{tmp}/missing", "refunds?"], 1, "does not exist; build one with 'ragbook index"),
     (["eval", "{tmp}/missing", "{tmp}/q.jsonl"], 1, "q.jsonl' is not a file"),
-    (["index", "{tmp}/empty", "--out", "{tmp}/i"], 1, "holds no .md, .markdown, .txt, .pdf, .html, .htm, .docx files"),
+    (["index", "{tmp}/empty", "--out", "{tmp}/i"], 1,
+     "holds no .md, .markdown, .txt, .pdf, .html, .htm, .docx files"),
     (["index", "{tmp}/nowhere", "--out", "{tmp}/i"], 1, "does not exist; give a folder"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     ([], 2, "the following arguments are required: COMMAND"),
@@ -159,6 +161,10 @@ def test_ask_answers_with_sources(pipeline, index, capsys):
     assert code == 0
     assert "14-day" in out.splitlines()[0]
     assert "sources:" in out and "billing-refund-policy  chars " in out
+    # the quantity the pipeline decided on, named — not a fused RRF score per source
+    assert re.search(r"^confidence 0\.\d\d \(cosine of the best dense match; escalates "
+                     r"under --min-confidence 0\.\d\d\)$", out, re.M), out
+    assert " score " not in out
 
 
 def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys):
@@ -166,6 +172,8 @@ def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys)
     assert code == 0  # an escalation is a correct outcome, not a failure
     assert out.startswith("escalated: low_confidence")
     assert "candidates for a human to check:" in out and "  [1] " in out
+    assert re.search(r"^confidence 0\.\d\d \(cosine of the best dense match; escalates "
+                     r"under --min-confidence 0\.30\)$", out, re.M), out
 
 
 def test_ask_refuses_a_confidence_floor_no_cosine_can_reach(pipeline, index, capsys):
@@ -179,6 +187,7 @@ def test_ask_json_and_trace(pipeline, index, tmp_path, capsys):
     assert code == 0
     result = json.loads(out)
     assert result["escalated"] is False and "14-day" in result["answer"]
+    assert result["confidence_kind"] == "cosine" and 0 < result["confidence"] <= 1
     assert {"id", "doc_id", "start", "end", "score", "text"} <= set(result["sources"][0])
     assert len(result["candidates"]) <= 3
     code, _, _ = run(capsys, "ask", index, ABSENT, "--trace", trace, "--min-confidence", "0.3")
