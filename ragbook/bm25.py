@@ -124,17 +124,17 @@ class BM25Index(BaseRetriever):
         not in it yet are added). A row sums to the record's length in tokens."""
         from scipy import sparse
 
-        rows, cols, tfs = [], [], []
-        for r, it in enumerate(records):
-            counts: dict[int, int] = {}
-            for t in self.tokenizer(index_text(it)):
-                tid = vocab.setdefault(t, len(vocab))
-                counts[tid] = counts.get(tid, 0) + 1
-            rows += [r] * len(counts)
-            cols += list(counts)
-            tfs += list(counts.values())
-        return sparse.csr_matrix((np.array(tfs, dtype=np.float64), (rows, cols)),
-                                 shape=(len(records), len(vocab)))
+        tokens = [self.tokenizer(index_text(it)) for it in records]
+        lengths = [len(t) for t in tokens]
+        # one (row, term id) pair per token; the matrix constructor sums repeated pairs,
+        # which counts them (no dict per document)
+        cols = np.fromiter((vocab.setdefault(t, len(vocab)) for doc in tokens for t in doc),
+                           dtype=np.int64, count=sum(lengths))
+        rows = np.repeat(np.arange(len(records)), lengths)
+        tf = sparse.csr_matrix((np.ones(len(cols)), (rows, cols)),
+                               shape=(len(records), len(vocab)))
+        tf.sum_duplicates()
+        return tf
 
     def _fit(self, records: list[dict], tf, df: np.ndarray, vocab: dict[str, int]) -> None:
         """Every corpus statistic from the term counts ``tf`` and document frequencies ``df``
@@ -252,14 +252,14 @@ class BM25Index(BaseRetriever):
         s = self.scores(check_query(query))
         floor = self.min_bm25 if min_bm25 is None else check_threshold(min_bm25, "min_bm25")
         ok = s > 0 if floor is None else (s > 0) & (s >= floor)
-        candidates = np.flatnonzero(ok)
-        if where:
-            candidates = np.array([i for i in candidates
+        if where:  # filter first, then take the top k of what is left
+            candidates = np.array([i for i in np.flatnonzero(ok)
                                    if matches(self.items_[i]["metadata"], where)], dtype=np.int64)
-        if not len(candidates):
-            return []
-        pool = s[candidates]
+            pool = s[candidates]
+        else:  # the top k of every score; the thresholds then drop weak ones among those
+            candidates, pool = np.arange(len(s)), s
         top = np.argpartition(-pool, k - 1)[:k] if len(pool) > k else np.arange(len(pool))
+        top = top[ok[candidates[top]]]
         top = top[np.lexsort((top, -pool[top]))]  # best first; ties by corpus position
         return [make_hit(self.items_[i], s[i], r) for r, i in enumerate(candidates[top], 1)]
 
