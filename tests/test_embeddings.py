@@ -170,3 +170,24 @@ def test_bad_inputs_get_clear_errors():
 
 def test_empty_input_gives_empty_matrix():
     assert Encoder().encode_queries([]).shape == (0, 384)
+
+
+def test_a_text_longer_than_max_length_is_never_cut_silently(fresh_cache):
+    """The model reads only the first max_length tokens: say so once per encoder, count every
+    cut text, and stay quiet for texts that fit (every query)."""
+    import warnings
+
+    enc = Encoder(max_length=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc.encode_queries([QUESTION])
+        enc.encode_passages([RIGHT])                               # 12 tokens: fits
+    assert enc.truncated == 0
+    long = " ".join([WRONG] * 10)
+    with pytest.warns(UserWarning, match=r"1 of \d texts are longer than this encoder's "
+                                         r"max_length=16 tokens.*chunk_documents"):
+        enc.encode_passages([long, RIGHT])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                            # once per encoder
+        enc.encode_passages([long + " again"])
+    assert enc.truncated == 2
