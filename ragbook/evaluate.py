@@ -247,8 +247,12 @@ def compare_runs(qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str],
     return rows
 
 
-def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Render ``compare_runs`` rows as aligned text: ``0.812 [0.75, 0.87]``."""
+def format_table(rows: Sequence[Mapping[str, Any]], width: int | None = 100) -> str:
+    """Render ``compare_runs`` rows as aligned text: ``0.812 [0.75, 0.87]``. A table wider
+    than ``width`` characters (many metrics, each with its interval and difference) is
+    printed long instead — three columns, run, metric and value (with the paired difference
+    and its p after it) — so it reads in a notebook and a terminal without wrapping;
+    ``width=None`` always gives the wide layout."""
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c != "run" and c not in cols]
@@ -259,11 +263,26 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
             return f"{fmt.format(v[0])} [{fmt.format(v[1])}, {fmt.format(v[2])}]"
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 
-    table = [["run"] + cols] + [[str(r["run"])] + [cell(c, r[c]) if c in r else "" for c in cols]
-                                for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
-                     for row in table)
+    def aligned(table):
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        return "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+                         for row in table)
+
+    wide = aligned([["run"] + cols] + [[str(r["run"])] + [cell(c, r[c]) if c in r else ""
+                                                        for c in cols] for r in rows])
+    if width is None or max(map(len, wide.splitlines())) <= width:
+        return wide
+    metrics = [c for c in cols if not c.startswith(("Δ", "p("))]
+    long = [["run", "metric", "mean [95% CI]   Δ vs baseline [95% CI], p"]]
+    for r in rows:
+        for n, m in enumerate(m for m in metrics if m in r):
+            value = cell(m, r[m])
+            if f"Δ{m}" in r:
+                value += f"   Δ {cell(f'Δ{m}', r[f'Δ{m}'])}"
+                if f"p({m})" in r:
+                    value += f", p {r[f'p({m})']:.4f}"
+            long.append([str(r["run"]) if n == 0 else "", m, value])
+    return aligned(long)
 
 
 # -- reader metrics (SQuAD 2.0) ------------------------------------------------------------

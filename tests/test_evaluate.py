@@ -124,3 +124,21 @@ def test_compare_runs_table():
     assert rows[1]["Δmrr@10"][0] == pytest.approx(1 - 17 / 30)
     text = format_table(rows)
     assert "Δmrr@10" in text and text.splitlines()[1].startswith("a")
+
+
+def test_a_wide_table_prints_long_in_three_columns():
+    """Many metrics with intervals and differences would run past a notebook's width: the
+    table turns into run / metric / value lines, each value with its difference and p."""
+    metrics = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"]
+    rows = compare_runs(QRELS, {"a": RUN, "b": {q: {"gold": 1} for q in QRELS}}, metrics,
+                        baseline="a")
+    wide = format_table(rows, width=None)
+    assert max(map(len, wide.splitlines())) > 100
+    long = format_table(rows)
+    lines = long.splitlines()
+    assert max(map(len, lines)) <= 100 and lines[0].split()[:2] == ["run", "metric"]
+    assert len(lines) == 1 + 2 * len(metrics)
+    assert lines[1].startswith("a ") and "Δ" not in lines[1]
+    assert lines[6].startswith("b ") and lines[6].split()[1] == "recall@1"
+    b_mrr = lines[6 + metrics.index("mrr@10")]
+    assert b_mrr.split()[0] == "mrr@10" and "Δ +0.433" in b_mrr and ", p " in b_mrr
