@@ -317,8 +317,8 @@ for corpus, rec in second["tests"].items():
 # `CrossEncoderReranker(MaxSimScorer())`). What it costs: with every token vector in memory,
 # reranking 50 candidates is a few milliseconds of matrix products; reading the tokens of 50
 # new passages is a forward pass of the encoder per passage (the latencies above). The package
-# keeps token vectors in an in-memory cache of at most `token_cache_mb` (256 MB ≈ 1,300
-# passages of 256 tokens): all of the help centre fits, all of the Python docs (~2 GB) does not.
+# keeps token vectors in an in-memory cache of at most `token_cache_mb` (256 MB by
+# default): all of the help centre fits, all of the Python docs (~2 GB) does not.
 
 # %% [markdown]
 # ## A reranker learned from your own questions

@@ -384,7 +384,8 @@ def pydocs_full_path(chunk, doc):
 llm_notes = LLMContext()
 taken = llm_notes.load_notes(data_dir() / "helpcentre" / "contextual_notes.jsonl")
 notes = {"help centre": {"title + section path": contexts_for(hc_chunks, hc.documents),
-                         "LLM note": contexts_for(hc_chunks, hc.documents, llm_notes)},
+                         "LLM note": contexts_for(hc_chunks, hc.documents, llm_notes,
+                                                     show_progress=False)},
          "python docs": {"page path": contexts_for(py_sections, py_docs, pydocs_page_path),
                          "page path + heading": contexts_for(py_sections, py_docs, pydocs_full_path)}}
 print(f"LLM notes: {taken} loaded from the shipped file, {llm_notes.cache.misses} generated now; "
