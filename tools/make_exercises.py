@@ -58,6 +58,8 @@ def exercise_of(path: Path) -> str:
         if cell["cell_type"] == "code":
             src = blank(src, f"{path.name} cell {i}")
             cell["outputs"], cell["execution_count"] = [], None
+        else:  # the "Open in Colab" badge (tools/colab.py) opens the exercise, not its solution
+            src = src.replace("/blob/main/solutions/", "/blob/main/exercises/")
         lines = src.split("\n")
         cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         cell.get("metadata", {}).pop("execution", None)
