@@ -245,33 +245,33 @@ def test_a_backend_without_stream_is_served_as_one_piece():
         assert list(OpenAICompatibleLLM(server.base_url, "local").stream(MESSAGES)) == ["Paris."]
 
 
-def test_a_backend_failing_mid_stream_is_an_error_not_a_short_answer():
-    class Failing:
-        def generate(self, messages, max_new_tokens=None, stop=()):
-            return "Paris."
+class FailingBackend:
+    """A backend whose stream fails, after ``pieces`` pieces; ``generate`` still works."""
 
-        def stream(self, messages, max_new_tokens=None, stop=()):
-            yield "Paris is"
+    def __init__(self, pieces):
+        self.pieces = pieces
+
+    def generate(self, messages, max_new_tokens=None, stop=()):
+        return "Paris."
+
+    def stream(self, messages, max_new_tokens=None, stop=()):
+        if not self.pieces:   # fails on the call itself, before any iterator exists
             raise RuntimeError("out of memory")
+        return self._pieces_then_failure()
 
-    with ChatServer(Failing()) as server:
+    def _pieces_then_failure(self):
+        yield from self.pieces
+        raise RuntimeError("out of memory")
+
+
+@pytest.mark.parametrize("pieces, error", [
+    (["Paris is"], "failed mid-stream.*out of memory"),   # an error, not a short answer
+    ([], "HTTP 500.*out of memory"),                      # nothing sent yet: a plain 500
+], ids=["mid-stream", "before-the-first-piece"])
+def test_a_backend_failing_while_streaming_is_an_error(pieces, error):
+    with ChatServer(FailingBackend(pieces)) as server:
         llm = OpenAICompatibleLLM(server.base_url, "local")
-        with pytest.raises(LLMResponseError, match="failed mid-stream.*out of memory"):
-            list(llm.stream(MESSAGES))
-        assert llm.generate(MESSAGES) == "Paris."   # the generation lock was released
-
-
-def test_a_backend_failing_before_its_first_piece_is_a_500():
-    class Broken:
-        def generate(self, messages, max_new_tokens=None, stop=()):
-            return "Paris."
-
-        def stream(self, messages, max_new_tokens=None, stop=()):
-            raise RuntimeError("model not loaded")
-
-    with ChatServer(Broken()) as server:
-        llm = OpenAICompatibleLLM(server.base_url, "local")
-        with pytest.raises(LLMResponseError, match="HTTP 500.*model not loaded"):
+        with pytest.raises(LLMResponseError, match=error):
             list(llm.stream(MESSAGES))
         assert llm.generate(MESSAGES) == "Paris."   # the generation lock was released
 

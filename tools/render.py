@@ -90,22 +90,36 @@ def clean(nb) -> None:
 QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
-def render(path: Path, code: str, timeout: int) -> float:
+# Run after a chapter's last cell, then removed: the kernel's peak resident memory (Linux's
+# VmHWM; elsewhere ru_maxrss, which is KiB on Linux and bytes on macOS).
+PEAK_RSS = """import resource, sys
+try:
+    kib = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+except OSError:
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kib //= 1024 if sys.platform == "darwin" else 1
+print(kib // 1024)"""
+
+
+def render(path: Path, code: str, timeout: int) -> tuple[float, int]:
+    """Execute one chapter into docs/rendered/: (seconds, the kernel's peak RSS in MiB)."""
     from nbclient import NotebookClient
 
     os.environ.update(QUIET)
 
     nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS))
     started = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - started
+    peak_mib = int(nb.cells.pop().outputs[0]["text"])
     clean(nb)
     nb.metadata.pop("jupytext", None)
     nb.metadata[KEY] = {"digest": digest(nb, code), "source": f"notebooks/{path.name}"}
     RENDERED.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, RENDERED / path.name)
-    return seconds
+    return seconds, peak_mib
 
 
 def stale(code: str) -> list[str]:
@@ -151,8 +165,9 @@ def main() -> int:
             return 2
     for path in paths:
         print(f"rendering {path.name} ...", flush=True)
-        seconds = render(path, code, args.timeout)
-        print(f"  {seconds:.0f} s -> docs/rendered/{path.name}", flush=True)
+        seconds, peak_mib = render(path, code, args.timeout)
+        print(f"  {seconds:.0f} s, kernel peak RSS {peak_mib:,} MiB -> docs/rendered/{path.name}",
+              flush=True)
     return 0
 
 
