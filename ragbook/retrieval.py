@@ -248,10 +248,24 @@ def index_text(rec: Mapping[str, Any]) -> str:
 
 
 def make_hit(rec: Mapping[str, Any], score: float, rank: int) -> Hit:
-    """The one way a stored record becomes a Hit (later stages use ``dataclasses.replace``)."""
-    return Hit(id=rec["id"], score=float(score), rank=rank, doc_id=rec["doc_id"],
-               text=rec["text"], metadata=rec["metadata"], start=rec.get("start"),
-               end=rec.get("end"))
+    """The one way a stored record becomes a Hit (later stages use ``dataclasses.replace``).
+
+    The record was checked when it was indexed and ``rank`` is counted by the caller, so of
+    ``Hit``'s own checks only "score is not NaN" is left to make; the rest are skipped by
+    filling the frozen instance directly (0.4 µs instead of 1.7 µs a hit: for BM25 on 10,000
+    sections, ten ``Hit(...)`` calls cost as much as ranking every score)."""
+    score = float(score)
+    if score != score:
+        raise ValueError(f"Hit.score must be a number (not NaN), got {score!r} for "
+                         f"{rec['id']!r}: check the index's vectors for NaN")
+    hit = _new(Hit)
+    hit.__dict__.update(id=rec["id"], score=score, rank=rank, doc_id=rec["doc_id"],
+                        text=rec["text"], metadata=rec["metadata"], start=rec.get("start"),
+                        end=rec.get("end"))
+    return hit
+
+
+_new = object.__new__
 
 
 def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
