@@ -323,3 +323,16 @@ def test_bm25_tokenizer_is_unicode_aware():
                                Document("en", "Refunds take fourteen days.")])
     assert index.search("café", k=1)[0].id == "fr"
     assert index.search("返金", k=1)[0].id == "jp"
+
+
+def test_make_hit_equals_the_checked_constructor_and_refuses_nan():
+    from ragbook.retrieval import make_hit, record
+    from ragbook.types import Document, Hit
+
+    rec = record(Document("faq", "Refunds take 14 days.", metadata={"lang": "en"}))
+    hit = make_hit(rec, np.float32(0.5), 2)
+    assert hit == Hit(id="faq", score=0.5, rank=2, doc_id="faq", text="Refunds take 14 days.",
+                      metadata={"lang": "en"}, start=rec.get("start"), end=rec.get("end"))
+    assert type(hit.score) is float
+    with pytest.raises(ValueError, match="not NaN"):
+        make_hit(rec, float("nan"), 1)
