@@ -249,11 +249,12 @@ class Pipeline(Component):
         else:
             pool = pool[:self.keep]
         spans: tuple[Span | None, ...] = ()
-        if hasattr(self.reader, "hit_spans") and pool:  # an extractive reader: spans now
+        if hasattr(self.reader, "hits_spans") and pool:  # an extractive reader: spans now
             t = time.perf_counter()
-            spans = tuple(max((s for s in self.reader.hit_spans(condensed, h)
+            spans = tuple(max((s for s in hit_spans
                                if not (self.skip_instructions and instruction_like(s.text))),
-                              key=lambda s: s.score, default=None) for h in pool)
+                              key=lambda s: s.score, default=None)
+                          for hit_spans in self.reader.hits_spans(condensed, pool))
             read = [(h.id, s.score) for h, s in zip(pool, spans, strict=True) if s is not None]
             trace.append(Stage("read", time.perf_counter() - t, tuple(i for i, _ in read),
                                tuple(x for _, x in read)))

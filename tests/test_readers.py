@@ -193,6 +193,27 @@ def test_sentence_reader_returns_a_verbatim_sentence():
     assert SentenceReader(min_span_score=0.99).read(QUESTION, hits).reason == "low_confidence"
 
 
+def test_sentence_reader_reads_all_hits_with_one_question_and_one_passage_call():
+    from ragbook import Encoder
+    from ragbook.readers import SentenceReader
+
+    encoder = Encoder(cache=False, show_progress=False)
+    calls = []
+    real = encoder._model_encode
+    encoder._model_encode = lambda texts: calls.append(len(texts)) or real(texts)
+    hits = [Hit("a", 0.9, 1, text=CONTEXT), Hit("b", 0.8, 2, text="   "),
+            Hit("c", 0.7, 3, text="Our office is closed on Sundays. Call us on Monday.")]
+    reader = SentenceReader(encoder, rank_weight=0.1)
+    batched = reader.hits_spans(QUESTION, hits)
+    assert len(calls) == 2 and calls[1] == 1                   # passages once, question once
+    one_by_one = [reader.hit_spans(QUESTION, h) for h in hits]
+    assert [[s.text for s in spans] for spans in batched] == \
+        [[s.text for s in spans] for spans in one_by_one]
+    assert batched[1] == [] and {s.source for s in batched[2]} == {"c"}
+    assert [s.score for spans in batched for s in spans] == pytest.approx(
+        [s.score for spans in one_by_one for s in spans], abs=1e-5)
+
+
 def test_default_extractive_reader_offline_is_the_sentence_reader():
     from ragbook.readers import SentenceReader, default_extractive_reader
 

@@ -53,7 +53,8 @@ class SpanReader(Component):
     ``hit_spans`` (how a retrieved hit's spans are scored), ``accepts`` (the span floor)
     and ``read``, which appends each call's wall time to ``latencies_`` (a list the subclass
     starts empty). ``read``, ``calibrate_min_span_score`` and ``Pipeline`` all go through
-    ``hit_spans`` and ``accepts``, so the three score and judge a span the same way."""
+    ``hits_spans`` (``hit_spans`` per hit unless a reader batches) and ``accepts``, so the
+    three score and judge a span the same way."""
 
     min_span_score: float | None = None
 
@@ -66,6 +67,12 @@ class SpanReader(Component):
         ``spans`` of the hit's text, tagged with the hit's id (a reader with a retrieval
         prior adds it here)."""
         return self.spans(question, hit.text, hit.id)
+
+    def hits_spans(self, question: str, hits: Sequence[Hit]) -> list[list[Span]]:
+        """``hit_spans`` of each of ``hits``, in order. ``read``, ``calibrate_min_span_score``
+        and ``Pipeline`` read a candidate list through this, so a reader that can score every
+        hit in one model call (``SentenceReader``) does so."""
+        return [self.hit_spans(question, h) for h in hits]
 
     def accepts(self, span: Span) -> bool:
         """The span's score clears ``min_span_score`` (always, when there is no floor): the
@@ -85,7 +92,7 @@ class SpanReader(Component):
                             f"result), got {type(hits).__name__}")
         if not hits:
             return Answer(None, reason="no_candidates")
-        best = max((s for h in hits for s in self.hit_spans(question, h)),
+        best = max((s for spans in self.hits_spans(question, hits) for s in spans),
                    key=lambda s: s.score, default=None)
         self.latencies_.append(time.perf_counter() - t)
         if best is None:
