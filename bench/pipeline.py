@@ -2,9 +2,9 @@
 ``Pipeline.ask`` latency per stage over the help centre's test questions, offline profile.
 
 Goal (issue 12): p50 of ``ask`` < 300 ms on 2 cores with the extractive reader, caches warm.
-The peer is the same pipeline with nothing cached (query embeddings recomputed) — what a
-first-time question costs. Issue 24's goal: that uncached ``ask`` within 1.2x of the sum of its
-raw model calls (the SentenceTransformer's ``encode`` of the query and of the sentences the
+The uncached ``ask`` (encoders without a cache: what a first-time question costs) is compared
+with its peer, the raw model calls. Issue 24's goal: that uncached ``ask`` within 1.2x of the
+sum of its raw model calls (the SentenceTransformer's ``encode`` of the query and of the sentences the
 reader scores, timed on the same questions) — everything else the pipeline does (BM25, fusion,
 spans, thresholds, the trace) must be cheap next to the models. The generative reader is
 timed separately on a sample.
@@ -117,13 +117,12 @@ def main():
         from ragbook.pipeline import Pipeline
 
         test = hc.split("test")
-        first, _ = time_questions(Pipeline(hybrid), test)          # query vectors not cached
+        time_questions(Pipeline(hybrid), test)                     # fill the caches
         totals, stages = time_questions(Pipeline(hybrid), test)    # warm: the steady state
-        p50, c50 = percentiles(totals)[0], percentiles(first)[0]
+        p50 = percentiles(totals)[0]
         print_latencies(f"Pipeline.ask, extractive reader (SentenceReader), {len(test)} test "
-                        f"questions", [("nothing cached (peer)", first, ""),
-                                       ("warm caches (ours)", totals,
-                                        f"   ratio p50 {c50 / p50:.1f}x; goal p50 < 300 ms: "
+                        f"questions", [("warm caches", totals,
+                                        f"   goal p50 < 300 ms: "
                                         f"{'met' if p50 < 300 else 'NOT met'}")])
         print("per stage, warm:")
         for name, values in stages.items():
