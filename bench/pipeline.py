@@ -4,10 +4,10 @@
 Goal (issue 12): p50 of ``ask`` < 300 ms on 2 cores with the extractive reader, caches warm.
 The uncached ``ask`` (encoders without a cache: what a first-time question costs) is compared
 with its peer, the raw model calls. Issue 24's goal: that uncached ``ask`` within 1.2x of the
-sum of its raw model calls (the SentenceTransformer's ``encode`` of the query and of the sentences the
-reader scores, timed on the same questions) — everything else the pipeline does (BM25, fusion,
-spans, thresholds, the trace) must be cheap next to the models. The generative reader is
-timed separately on a sample.
+sum of its raw model calls (the SentenceTransformer's ``encode`` of the query and of the
+sentences the reader scores, timed on the same questions) — everything else the pipeline
+does (BM25, fusion, spans, thresholds, the trace) must be cheap next to the models. The
+generative reader is timed separately on a sample.
 
     .venv/bin/python bench/pipeline.py [--generative-sample 20]
 """
