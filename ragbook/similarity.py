@@ -82,5 +82,17 @@ def top_k(scores, k: int) -> list[int]:
     """
     if not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a whole number >= 0, got {k!r}")
-    order = np.argsort(-np.asarray(scores, dtype=np.float64).ravel(), kind="stable")
-    return [int(i) for i in order[:k]]
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    if k == 0:
+        return []
+    if k >= len(scores):
+        top = np.arange(len(scores))
+    else:  # the k best in linear time (no full sort), then only those k are sorted
+        top = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[top].min()
+        if np.count_nonzero(scores == kth) > np.count_nonzero(scores[top] == kth):
+            # a tie across the cut: the partition chose arbitrarily among the tied, so take
+            # everything above the cut and the tied in position order
+            above = np.flatnonzero(scores > kth)
+            top = np.concatenate([above, np.flatnonzero(scores == kth)[:k - len(above)]])
+    return top[np.lexsort((top, -scores[top]))].tolist()

@@ -51,3 +51,14 @@ def test_normalise_keeps_zero_vectors():
 def test_dimension_mismatch_is_explained():
     with pytest.raises(ValueError, match="same embedding model"):
         cosine(np.ones(3), np.ones(4))
+
+
+def test_top_k_equals_a_stable_full_sort_with_ties_across_the_cut():
+    from ragbook.similarity import top_k
+
+    assert top_k([0.5, 0.5, 0.5, 0.5, 0.5, 0.9], 3) == [5, 0, 1]
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        scores = rng.integers(0, 4, size=int(rng.integers(1, 60))).astype(float)  # many ties
+        k = int(rng.integers(0, len(scores) + 2))
+        assert top_k(scores, k) == np.argsort(-scores, kind="stable")[:k].tolist()

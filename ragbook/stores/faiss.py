@@ -34,6 +34,7 @@ from ..component import Component, NotBuiltError
 from ..filters import matches, validate_where
 from ..persist import CorruptIndexError, dumps, loads
 from ..retrieval import corpus_fingerprint
+from ..similarity import top_k
 
 __all__ = ["FaissStore", "KINDS"]
 
@@ -184,24 +185,38 @@ class FaissStore(Component):
                 # a selective filter starves a graph search of paths; score the few allowed
                 # vectors exactly instead (what vector databases do for narrow filters)
                 return self._exact_subset(qvec, allowed, k)
+        if self.kind == "flat":
+            return self._exact(qvec, k, allowed)
         scores, pos = self._faiss_search(qvec, k, allowed)
         keep = pos >= 0  # FAISS pads with -1 when fewer than k items qualify: drop those
         return scores[keep], pos[keep]
 
     def _faiss_search(self, qvec: np.ndarray, k: int, allowed: np.ndarray | None):
-        """FAISS's own top ``k`` (already clamped to the store's size), within ``allowed``."""
+        """The HNSW graph's top ``k`` (already clamped to the store's size), within
+        ``allowed``."""
         import faiss
 
-        sel = faiss.IDSelectorBatch(allowed) if allowed is not None else None
-        if self.kind == "hnsw":
-            # a graph search cannot return more than efSearch results: explore at least k
-            params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
-            if sel is not None:
-                params.sel = sel
-        else:
-            params = faiss.SearchParameters(sel=sel) if sel is not None else None
+        # a graph search cannot return more than efSearch results: explore at least k
+        params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+        if allowed is not None:
+            params.sel = faiss.IDSelectorBatch(allowed)
         scores, pos = self.index_.search(qvec.reshape(1, -1), k, params=params)
         return scores[0], pos[0]
+
+    def _exact(self, qvec: np.ndarray, k: int, allowed: np.ndarray | None):
+        """A flat index's exact top ``k`` (ties: lower position first), as a numpy product over
+        FAISS's own vector array, read in place: for one query a matrix-vector product beats
+        FAISS's flat search, which uses BLAS only for batches of 20+ queries (bench/dense.py:
+        0.60 vs 0.80 ms at 10,370 vectors, 5.7 vs 15.6 ms at 100,000)."""
+        import faiss
+
+        n = self.index_.ntotal
+        vectors = faiss.rev_swig_ptr(self.index_.get_xb(), n * self.dim_).reshape(n, self.dim_)
+        if allowed is not None:
+            vectors = vectors[allowed]
+        scores = vectors @ np.asarray(qvec, dtype=np.float32)
+        top = np.asarray(top_k(scores, k), dtype=np.int64)
+        return scores[top], (top if allowed is None else allowed[top])
 
     def _exact_subset(self, qvec, allowed: np.ndarray, k: int):
         scores = self.index_.reconstruct_batch(allowed) @ np.asarray(qvec, dtype=np.float32)
