@@ -82,7 +82,9 @@ def top_k(scores, k: int) -> list[int]:
     """
     if not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a whole number >= 0, got {k!r}")
-    scores = np.asarray(scores, dtype=np.float64).ravel()
+    scores = np.asarray(scores).ravel()
+    if scores.dtype.kind != "f":  # floats are ranked as they are (no float64 copy)
+        scores = scores.astype(np.float64)
     if k == 0:
         return []
     if k >= len(scores):
