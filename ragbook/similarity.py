@@ -90,9 +90,10 @@ def top_k(scores, k: int) -> list[int]:
     if k >= len(scores):
         top = np.arange(len(scores))
     else:  # the k best in linear time (no full sort), then only those k are sorted
-        top = np.argpartition(-scores, k - 1)[:k]
+        part = np.argpartition(-scores, k)  # part[:k] the k best, part[k] the next one
+        top = part[:k]
         kth = scores[top].min()
-        if np.count_nonzero(scores == kth) > np.count_nonzero(scores[top] == kth):
+        if scores[part[k]] == kth:
             # a tie across the cut: the partition chose arbitrarily among the tied, so take
             # everything above the cut and the tied in position order
             above = np.flatnonzero(scores > kth)
