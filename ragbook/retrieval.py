@@ -258,14 +258,11 @@ def make_hit(rec: Mapping[str, Any], score: float, rank: int) -> Hit:
     if score != score:
         raise ValueError(f"Hit.score must be a number (not NaN), got {score!r} for "
                          f"{rec['id']!r}: check the index's vectors for NaN")
-    hit = _new(Hit)
+    hit = object.__new__(Hit)
     hit.__dict__.update(id=rec["id"], score=score, rank=rank, doc_id=rec["doc_id"],
                         text=rec["text"], metadata=rec["metadata"], start=rec.get("start"),
                         end=rec.get("end"))
     return hit
-
-
-_new = object.__new__
 
 
 def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:

@@ -184,7 +184,7 @@ class FaissStore(Component):
             if self.kind == "hnsw" and len(allowed) <= max(2_000, 10 * k):
                 # a selective filter starves a graph search of paths; score the few allowed
                 # vectors exactly instead (what vector databases do for narrow filters)
-                return self._exact_subset(qvec, allowed, k)
+                return self._exact(qvec, k, allowed)
         if self.kind == "flat":
             return self._exact(qvec, k, allowed)
         scores, pos = self._faiss_search(qvec, k, allowed)
@@ -204,24 +204,22 @@ class FaissStore(Component):
         return scores[0], pos[0]
 
     def _exact(self, qvec: np.ndarray, k: int, allowed: np.ndarray | None):
-        """A flat index's exact top ``k`` (ties: lower position first), as a numpy product over
-        FAISS's own vector array, read in place: for one query a matrix-vector product beats
-        FAISS's flat search, which uses BLAS only for batches of 20+ queries (bench/dense.py:
-        0.60 vs 0.80 ms at 10,370 vectors, 5.7 vs 15.6 ms at 100,000)."""
+        """The exact top ``k`` (ties: lower position first) of all vectors or of ``allowed``,
+        as a numpy product. A flat index's vectors are read in place from FAISS's own array:
+        for one query a matrix-vector product beats FAISS's flat search, which uses BLAS only
+        for batches of 20+ queries (bench/dense.py: 0.32 vs 0.79 ms at 10,370 vectors, 5.1 vs
+        15.1 ms at 100,000); an HNSW index hands back the allowed vectors it stores."""
         import faiss
 
-        n = self.index_.ntotal
-        vectors = faiss.rev_swig_ptr(self.index_.get_xb(), n * self.dim_).reshape(n, self.dim_)
-        if allowed is not None:
-            vectors = vectors[allowed]
+        if self.kind == "flat":
+            n = self.index_.ntotal
+            vectors = faiss.rev_swig_ptr(self.index_.get_xb(), n * self.dim_).reshape(n, -1)
+            vectors = vectors if allowed is None else vectors[allowed]
+        else:
+            vectors = self.index_.reconstruct_batch(allowed)
         scores = vectors @ np.asarray(qvec, dtype=np.float32)
         top = np.asarray(top_k(scores, k), dtype=np.int64)
         return scores[top], (top if allowed is None else allowed[top])
-
-    def _exact_subset(self, qvec, allowed: np.ndarray, k: int):
-        scores = self.index_.reconstruct_batch(allowed) @ np.asarray(qvec, dtype=np.float32)
-        order = np.argsort(-scores, kind="stable")[:k]
-        return scores[order], allowed[order]
 
     # -- persistence: files inside a folder that DenseIndex saves atomically ------------------
     def write(self, folder: Path) -> None:
