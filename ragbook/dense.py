@@ -32,7 +32,7 @@ import numpy as np
 
 from .checks import check_k, check_query, check_threshold, check_vectors
 from .component import NotBuiltError
-from .embeddings import Encoder
+from .embeddings import PRECISIONS, Encoder
 from .filters import matches, scoped, validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
 from .retrieval import BaseRetriever, index_text, make_hit, records_from
@@ -269,7 +269,8 @@ class DenseIndex(BaseRetriever):
     def load(cls, path: str | Path, encoder: Encoder | None = None) -> DenseIndex:
         """Read an index saved by ``save``, verifying every file against the manifest; its
         store is rebuilt from the saved settings and reads its files back. The query encoder
-        must match the one that built it (checked now, not at the first query). Raises
+        must match the one that built it (checked now, not at the first query); without one,
+        the profile's encoder in the saved precision (fp32 or bf16) is used. Raises
         ``FileNotFoundError`` when ``path`` holds no saved index, ``CorruptIndexError``
         when a file is missing or fails its checksum, ``EncoderMismatchError`` for another
         encoder."""
@@ -280,6 +281,9 @@ class DenseIndex(BaseRetriever):
             raise CorruptIndexError(f"{str(path)!r} was saved by an older ragbook (no store "
                                     f"settings in its manifest); rebuild and save it again")
         store = store_from_settings(settings.pop("store"))
+        if encoder is None:  # the default model, in the precision the corpus was embedded in
+            precision = m["encoder_fingerprint"].partition("|precision=")[2] or "fp32"
+            encoder = Encoder(precision=precision if precision in PRECISIONS else "fp32")
         self = cls(encoder, store, **settings)
         self.store_ = _fresh(store).read(path)
         self.encoder_fingerprint_ = m["encoder_fingerprint"]

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ROLES", "PROFILES", "ModelSpec", "ModelUnavailableError", "active_profile",
-           "resolve", "load", "describe", "cache_dir", "device", "weights_digest", "identity",
-           "with_new_head", "banner"]
+           "resolve", "load", "describe", "cache_dir", "device", "bf16_supported",
+           "weights_digest", "identity", "with_new_head", "banner"]
 
 log = logging.getLogger("ragbook")
 
@@ -117,6 +117,18 @@ def device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def bf16_supported() -> bool:
+    """True when bfloat16 matrix products are fast here: a GPU that supports them, or a CPU
+    with AMX tiles or AVX512-BF16 (Intel Sapphire Rapids and later, AMD Zen 4 and later).
+    Elsewhere ``Encoder(precision="bf16")`` still works, but slower than fp32."""
+    import torch
+
+    if torch.cuda.is_available():
+        return bool(torch.cuda.is_bf16_supported())
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")  # torch.cpu's own probes
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
 _auto_lock = threading.Lock()

