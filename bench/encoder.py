@@ -92,16 +92,22 @@ def queries(model, cached, uncached, questions, thread_counts, default_threads):
         torch.set_num_threads(default_threads)
 
 
-def passages(model, uncached, n_chunks, default_threads):
+def pydocs_chunks(n_chunks: int) -> list[str]:
+    """``n_chunks`` Python-docs chunks (256 tokens, 32 overlap) from every seventh section: a
+    spread of the docs, not one manual's first pages (also used by bench/precision.py)."""
     from ragbook.chunking import chunk_documents
     from ragbook.datasets import load_pydocs
 
-    docs, chunks = load_pydocs().documents, []
-    for d in docs[::7]:  # a spread of the docs, not one manual's first pages
+    chunks = []
+    for d in load_pydocs().documents[::7]:
         chunks += chunk_documents([d], size=256, overlap=32)
         if len(chunks) >= n_chunks:
             break
-    texts = [c.text for c in chunks[:n_chunks]]
+    return [c.text for c in chunks[:n_chunks]]
+
+
+def passages(model, uncached, n_chunks, default_threads):
+    texts = pydocs_chunks(n_chunks)
     print(f"\n## Passages: {len(texts)} Python-docs chunks, batch size {uncached.batch_size}, "
           f"torch threads {default_threads}, idle, cache off (raw, ours, ours, raw)")
     runs: dict[str, list[float]] = {"raw": [], "ours": []}

@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 import torch
+from encoder import pydocs_chunks  # bench/ is on sys.path when a bench script runs
 
 from ragbook import Encoder, models
 from ragbook.chunking import chunk_documents
@@ -35,12 +36,7 @@ from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve
 
 
 def throughput(n_chunks: int = 1000) -> None:
-    docs, chunks = load_pydocs().documents, []
-    for d in docs[::7]:  # a spread of the docs, not one manual's first pages
-        chunks += chunk_documents([d], size=256, overlap=32)
-        if len(chunks) >= n_chunks:
-            break
-    texts = [c.text for c in chunks[:n_chunks]]
+    texts = pydocs_chunks(n_chunks)
     fp32, bf16 = Encoder(cache=False), Encoder(cache=False, precision="bf16")
     int8 = copy.deepcopy(fp32.model)
     with warnings.catch_warnings():
