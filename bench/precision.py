@@ -87,9 +87,8 @@ def quality() -> None:
                            / max(1, len(runs["fp32"][q])) for q, _ in questions])
         for precision, run in runs.items():
             vals = {m: per_query(qrels, run, m) for m in base}
-            cells = [f"{bootstrap_ci(list(v.values()))[0]:.3f} "
-                     f"[{bootstrap_ci(list(v.values()))[1]:.3f}, "
-                     f"{bootstrap_ci(list(v.values()))[2]:.3f}]" for v in vals.values()]
+            cells = [f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+                     for mean, lo, hi in (bootstrap_ci(list(v.values())) for v in vals.values())]
             deltas = (["—", "—", "—"] if precision == "fp32" else
                       [f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
                        for d, lo, hi in (paired_bootstrap(base[m], vals[m]) for m in base)]

