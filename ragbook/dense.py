@@ -32,7 +32,7 @@ import numpy as np
 
 from .checks import check_k, check_query, check_threshold, check_vectors
 from .component import NotBuiltError
-from .embeddings import PRECISIONS, Encoder
+from .embeddings import Encoder
 from .filters import matches, scoped, validate_where
 from .persist import CorruptIndexError, read_manifest, save_atomic
 from .retrieval import BaseRetriever, index_text, make_hit, records_from
@@ -282,8 +282,7 @@ class DenseIndex(BaseRetriever):
                                     f"settings in its manifest); rebuild and save it again")
         store = store_from_settings(settings.pop("store"))
         if encoder is None:  # the default model, in the precision the corpus was embedded in
-            precision = Encoder.precision_of(m["encoder_fingerprint"])
-            encoder = Encoder(precision=precision if precision in PRECISIONS else "fp32")
+            encoder = Encoder(precision=Encoder.precision_of(m["encoder_fingerprint"]))
         self = cls(encoder, store, **settings)
         self.store_ = _fresh(store).read(path)
         self.encoder_fingerprint_ = m["encoder_fingerprint"]

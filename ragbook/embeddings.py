@@ -252,9 +252,11 @@ class Encoder:
 
     @staticmethod
     def precision_of(fingerprint: str) -> str:
-        """The precision an encoder ``fingerprint`` records (``fp32`` when it names none), so
-        a saved index can be queried in the precision it was embedded in."""
-        return fingerprint.partition("|precision=")[2] or "fp32"
+        """The precision an encoder ``fingerprint`` records, so a saved index can be queried
+        in the precision it was embedded in: ``fp32`` when it names none, or one this ragbook
+        does not know (an encoder in fp32 then meets the index's check, which names both)."""
+        named = fingerprint.partition("|precision=")[2]
+        return named if named in PRECISIONS else "fp32"
 
     @property
     def effective_max_length(self) -> int | None:

@@ -223,6 +223,7 @@ def test_bf16_vectors_are_close_to_fp32_but_keyed_apart(fresh_cache):
     assert "precision" not in fp32.fingerprint          # fp32 fingerprints read as before
     assert bf16.fingerprint == fp32.fingerprint + "|precision=bf16"
     assert [Encoder.precision_of(e.fingerprint) for e in (fp32, bf16)] == ["fp32", "bf16"]
+    assert Encoder.precision_of(fp32.fingerprint + "|precision=fp8") == "fp32"  # unknown
     a, b = fp32.encode_passages([RIGHT, WRONG]), bf16.encode_passages([RIGHT, WRONG])
     assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1, atol=1e-5)
     cos = (a * b).sum(1)
