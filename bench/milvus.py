@@ -13,7 +13,7 @@
    their records: DenseIndex.search_vector, on Milvus a search then a get), ratios to
    DenseIndex flat, peak RSS.
    Each configuration runs in a fresh process, so its peak RSS is its own.
-3. Sizing on paper for 10M and 100M chunks (ragbook.backends.sizing).
+3. Sizing on paper for 10M and 100M chunks (ragbook.scaling.sizing).
 
     .venv/bin/python bench/milvus.py              # all three (about 10 minutes on 2 cores)
     .venv/bin/python bench/milvus.py --skip-scale # 1 and 3 only
@@ -32,15 +32,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ragbook import Encoder
-from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.bm25 import BM25Index
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve_run
 from ragbook.fusion import HybridRetriever
-from ragbook.milvus import MilvusRetriever
+from ragbook.milvus_retriever import MilvusRetriever
+from ragbook.scaling.compare import overlap_at_k, rank_correlation
+from ragbook.scaling.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.stores import DEFAULT_ANALYZER, MILVUS_STANDARD, FaissStore, MilvusStore
 from ragbook.types import Document
 

@@ -36,7 +36,7 @@ def percentiles(values):
 
 
 def time_questions(pipeline, questions):
-    from ragbook.pipeline import with_history
+    from ragbook.result import with_history
 
     totals, per_stage = [], {}
     for q in questions:
@@ -60,7 +60,8 @@ def print_latencies(title, rows, width=24):
 def overhead(hybrid, questions):
     """Uncached ask vs the raw model calls it makes, question by question, same process."""
     from ragbook import Encoder
-    from ragbook.pipeline import Pipeline, with_history
+    from ragbook.pipeline import Pipeline
+    from ragbook.result import with_history
     from ragbook.text import sentences
 
     cold = Encoder(cache=False, show_progress=False)

@@ -14,8 +14,9 @@ paired bootstrap of the difference. Same run, same retrieval, same encoder.
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, chunk_documents, models
 from ragbook.datasets import load_helpcentre
 from ragbook.evaluate import bootstrap_ci, f1_score, paired_bootstrap
-from ragbook.pipeline import Pipeline, with_history
+from ragbook.pipeline import Pipeline
 from ragbook.readers import SentenceReader
+from ragbook.result import with_history
 
 WEIGHTS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 

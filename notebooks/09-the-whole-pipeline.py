@@ -68,14 +68,9 @@ from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, run_from_hits
 from ragbook.fusion import HybridRetriever, reciprocal_rank_fusion
-from ragbook.pipeline import (
-    Pipeline,
-    gold_ranks,
-    outcome,
-    read_traces,
-    with_history,
-)
-from ragbook.readers import instruction_like
+from ragbook.injection import instruction_like
+from ragbook.pipeline import Pipeline
+from ragbook.result import gold_ranks, outcome, read_traces, with_history
 from ragbook.text import sentences
 
 hc = load_helpcentre()
@@ -494,7 +489,8 @@ hc_dev, hc_test = hc.split("dev"), hc.split("test")
 t0 = time.perf_counter()
 hc_prepared = {"dev": [pipeline.prepare(*with_history(q)) for q in hc_dev],
                "test": [pipeline.prepare(*with_history(q)) for q in hc_test]}
-hc_threshold = pipeline.calibrate(hc_prepared["dev"], hc_dev)
+pipeline = pipeline.calibrate(hc_prepared["dev"], hc_dev)   # a calibrated copy
+hc_threshold = pipeline.min_confidence
 print(f"help centre: {len(hc_dev)} dev and {len(hc_test)} test questions prepared in "
       f"{time.perf_counter() - t0:.1f} s; min_confidence calibrated on dev: {fmt(hc_threshold)}")
 hc_rates = {label: rates(pipeline, hc_prepared["test"], hc_test, th)
@@ -526,16 +522,16 @@ py_test = random.Random(0).sample(py.split("test"), 40)
 t0 = time.perf_counter()
 py_prepared = {"train": [py_pipeline.prepare(q.text) for q in py_train],
                "test": [py_pipeline.prepare(q.text) for q in py_test]}
-py_threshold = py_pipeline.calibrate(py_prepared["train"], py_train)
+py_pipeline = py_pipeline.calibrate(py_prepared["train"], py_train)
+py_threshold = py_pipeline.min_confidence
 print(f"python docs: {len(py_hybrid):,} sections; {len(py_train)} train and {len(py_test)} test questions "
       f"prepared in {time.perf_counter() - t0:.1f} s; min_confidence calibrated on train: {fmt(py_threshold)}")
 py_rates = {label: rates(py_pipeline, py_prepared["test"], py_test, th)
             for label, th in (("no threshold", None), (f"min_confidence {fmt(py_threshold)}", py_threshold))}
 for label, r in py_rates.items():
     show_rates(f"python docs test, {label}", r)
-py_lenient = py_pipeline.calibrate(py_prepared["train"], py_train, wrong_cost=1.0)
+py_lenient = py_pipeline.calibrate(py_prepared["train"], py_train, wrong_cost=1.0).min_confidence
 show_rates(f"  (wrong_cost 1: min_confidence {fmt(py_lenient)})", rates(py_pipeline, py_prepared["test"], py_test, py_lenient))
-py_pipeline.calibrate(py_prepared["train"], py_train)   # back to wrong_cost 2
 
 # %% [markdown]
 # On the Python docs the pipeline answers from the one labelled section less than half the

@@ -75,7 +75,7 @@ import numpy as np
 
 from ragbook import Encoder, models
 from ragbook.bm25 import BM25Index
-from ragbook.cache import CachedRetriever
+from ragbook.cache import CachedPipeline, CachedRetriever
 from ragbook.chunking import chunk_documents, count_tokens
 from ragbook.contextual import LLMContext, contexts_for, section_path, title_context
 from ragbook.datasets import data_dir, load_helpcentre, load_pydocs
@@ -91,7 +91,7 @@ from ragbook.expansion import (
 )
 from ragbook.filters import matches, scoped
 from ragbook.fusion import HybridRetriever
-from ragbook.pipeline import CachedPipeline, Pipeline
+from ragbook.pipeline import Pipeline
 from ragbook.readers import default_extractive_reader
 from ragbook.rerank import CrossEncoderReranker, WindowScorer
 from ragbook.retrieval import index_text

@@ -31,7 +31,7 @@
 # Two pieces put the retriever contract of the earlier chapters on it. `MilvusStore`
 # (`ragbook.stores`) is a vector store like the `FaissStore` inside chapter 3's `DenseIndex`,
 # so `DenseIndex(encoder, MilvusStore(uri))` is dense retrieval on Milvus with nothing else
-# changed. `MilvusRetriever` (`ragbook.milvus`) adds what only Milvus does — BM25 and hybrid
+# changed. `MilvusRetriever` (`ragbook.milvus_retriever`) adds what only Milvus does — BM25 and hybrid
 # search inside the database: `MilvusRetriever.search(query, k, where) -> list[Hit]`, dense,
 # BM25 or hybrid.
 #
@@ -79,17 +79,18 @@ import numpy as np
 from milvus_lite.analyzer import create_analyzer  # Milvus Lite's own tokenizers
 
 from ragbook import Encoder, models
-from ragbook.backends.compare import overlap_at_k, rank_correlation
-from ragbook.backends.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve_run
 from ragbook.fusion import HybridRetriever
-from ragbook.milvus import MilvusRetriever
-from ragbook.pipeline import Pipeline, with_history
+from ragbook.milvus_retriever import MilvusRetriever
+from ragbook.pipeline import Pipeline
+from ragbook.result import with_history
 from ragbook.retrieval import index_text
+from ragbook.scaling.compare import overlap_at_k, rank_correlation
+from ragbook.scaling.sizing import bytes_per_vector, hnsw_graph_bytes, shards_needed
 from ragbook.stores import DEFAULT_ANALYZER, MILVUS_STANDARD, MilvusStore, milvus_filter
 
 hc = load_helpcentre()

@@ -9,7 +9,7 @@ model or an index is first used, so ``import ragbook`` stays fast.
 """
 from . import models
 from .bm25 import BM25Index, Tokenizer
-from .cache import Cache, CachedRetriever
+from .cache import Cache, CachedPipeline, CachedRetriever
 from .chunking import RecursiveSplitter, chunk_documents, sliding_window_chunks, window_count
 from .component import Component, NotBuiltError
 from .condense import LLMCondenser, RuleCondenser
@@ -30,6 +30,7 @@ from .evaluate import (  # evaluate() stays in ragbook.evaluate
                   retrieve_run,
 )
 from .fusion import HybridRetriever, IndexDriftError, reciprocal_rank_fusion, score_blend
+from .injection import instruction_like
 from .late_interaction import MaxSimReranker, MaxSimScorer
 from .learned_rerank import LearnedReranker
 from .llm import (
@@ -41,18 +42,28 @@ from .llm import (
 )
 from .models import ModelUnavailableError, active_profile
 from .persist import CorruptIndexError
-from .pipeline import CachedPipeline, Pipeline, Prepared, Result
+from .pipeline import Admitted, Pipeline, Prepared
 from .readers import (
                   NOT_IN_CONTEXT,
                   ExtractiveReader,
                   GenerativeReader,
                   SentenceReader,
                   default_extractive_reader,
-                  instruction_like,
 )
-from .rerank import CrossEncoderReranker, RerankedRetriever, WindowScorer
-from .retrieval import CONFIDENCE_KINDS, BaseRetriever, Retriever, VectorStore
-from .server import ChatServer
+from .rerank import BaseReranker, CrossEncoderReranker, RerankedRetriever, WindowScorer
+from .result import ESCALATIONS, Result, read_traces
+from .retrieval import (
+                  CONFIDENCE_KINDS,
+                  BaseRetriever,
+                  Reader,
+                  Reranker,
+                  Retriever,
+                  SpanReader,
+                  StreamingReader,
+                  VectorStore,
+                  WrapperRetriever,
+)
+from .serving import ChatServer
 from .stores import FaissStore, MilvusStore
 from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 
@@ -60,9 +71,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answer", "Chunk", "Document", "Hit", "Retrieved", "Stage",
-    "Component", "Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
+    "Component", "Retriever", "BaseRetriever", "WrapperRetriever", "VectorStore",
+    "Reranker", "BaseReranker", "Reader", "SpanReader", "StreamingReader", "CONFIDENCE_KINDS",
     "NotBuiltError", "CorruptIndexError", "ConversionError", "pages_of",
-    "Pipeline", "Prepared", "Result", "RuleCondenser", "LLMCondenser", "CachedPipeline",
+    "Pipeline", "Prepared", "Admitted", "Result", "ESCALATIONS", "read_traces",
+    "RuleCondenser", "LLMCondenser", "CachedPipeline",
     "Cache", "CachedRetriever", "RerankedRetriever",
     "Encoder", "PrefixScheme", "PREFIXES", "ModelUnavailableError", "active_profile", "models",
     "Workload", "RecursiveSplitter", "chunk_documents", "sliding_window_chunks", "window_count",

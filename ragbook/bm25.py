@@ -19,7 +19,6 @@ sum of a few sparse columns.
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -32,19 +31,13 @@ import numpy as np
 from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
 from .filters import matches, scoped
-from .persist import dumps, loads, read_manifest, save_atomic
+from .persist import CorruptIndexError, dumps, loads, read_manifest, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, index_text, make_hit, records_from
 from .similarity import top_k
+from .text import STOPWORDS
 from .types import Chunk, Document, Hit
 
-__all__ = ["Tokenizer", "BM25Index", "STOPWORDS", "idf_lucene", "term_weight",
-           "check_changes"]
-
-# A short English stopword list (function words only): enough that "how do i" does not
-# outweigh the one content word of a question, small enough to keep "not", "free", "plan".
-STOPWORDS = frozenset("""a an and are as at be but by can do does for from had has have how i
-if in into is it its me my of on or our so than that the their them then there these they
-this to was we were what when where which who why will with you your""".split())
+__all__ = ["Tokenizer", "BM25Index", "idf_lucene", "term_weight", "check_changes"]
 
 # A word, or a code: letter/digit runs joined by _ - . (ERR_CONN_4021, beta.smart_routing,
 # 14-day, 3.11, os.path.join). A trailing "." or "-" is punctuation, not part of the token.
@@ -147,7 +140,7 @@ class BM25Index(BaseRetriever):
         n = len(records)
         doc_len = np.asarray(tf.sum(axis=1), dtype=np.float64).ravel()
         avgdl = float(doc_len.mean()) if n else 0.0
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf = idf_lucene(n, df)
         w = tf.tocoo()
         data = term_weight(w.data, doc_len[w.row], max(avgdl, 1e-9), idf[w.col], self.k1, self.b)
         weights = sparse.csc_matrix((data, (w.row, w.col)), shape=tf.shape)
@@ -306,8 +299,8 @@ class BM25Index(BaseRetriever):
         self.df_ = np.bincount(self.tf_.indices, minlength=len(self.vocab_))
         self.corpus_fingerprint_ = corpus_fingerprint(self.items_)
         if self.corpus_fingerprint_ != manifest["corpus_fingerprint"]:
-            raise ValueError(f"{str(path)!r}: records.json does not hold the corpus the "
-                             f"manifest describes; rebuild and save the index again")
+            raise CorruptIndexError(f"{str(path)!r}: records.json does not hold the corpus "
+                                    f"the manifest describes; rebuild and save the index again")
         return self
 
     def _repr_state(self) -> str:
@@ -343,9 +336,15 @@ def check_changes(records: Sequence[dict], delete: Sequence[str], known: set[str
     return upserted | set(delete)
 
 
-def idf_lucene(n_docs: int, df: int) -> float:
-    """ln(1 + (N − n + 0.5) / (n + 0.5)): positive for every n <= N."""
-    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+def idf_lucene(n_docs: int, df):
+    """ln(1 + (N − n + 0.5) / (n + 0.5)) of a document frequency ``df`` (a number, or an
+    array of them: ``BM25Index`` computes every term's at once): positive for every n <= N.
+
+    >>> round(idf_lucene(10, 1), 4)
+    1.9924
+    """
+    idf = np.log1p((n_docs - np.asarray(df) + 0.5) / (np.asarray(df) + 0.5))
+    return float(idf) if idf.ndim == 0 else idf
 
 
 def term_weight(tf, doc_len, avgdl, idf, k1: float = 1.2, b: float = 0.75):

@@ -8,7 +8,7 @@ namespace changes, so stale entries are never served — they are simply never a
 * ``CachedRetriever``: retrieval results per (query, k, where and scope), namespaced by the
   retriever's ``fingerprint`` (corpus, settings, models) — repeated questions skip
   embedding and search.
-* ``ragbook.pipeline.CachedPipeline``: whole answers per (condensed question, where), with a
+* ``CachedPipeline``: whole answers per (condensed question, where and scope), with a
   short expiry, namespaced by the pipeline's ``fingerprint`` (every component's).
 * ``LocalLLM`` keeps greedy replies in one, ``LLMContext`` its notes.
 
@@ -33,11 +33,13 @@ from typing import Any
 
 from . import models
 from .checks import check_k, check_query, check_threshold
+from .component import Component
 from .filters import scoped, validate_where
-from .retrieval import BaseRetriever, make_hit, trace_stage
+from .result import Result
+from .retrieval import WrapperRetriever, trace_stage
 from .types import Hit, Retrieved
 
-__all__ = ["Cache", "CachedRetriever"]
+__all__ = ["Cache", "CachedRetriever", "CachedPipeline"]
 
 
 def guarded(cache, what: str, action, fallback):
@@ -158,12 +160,7 @@ class Cache:
                 f"ttl={self.ttl})")
 
 
-def _hit_dict(h: Hit) -> dict:
-    return {"id": h.id, "doc_id": h.doc_id, "text": h.text, "start": h.start, "end": h.end,
-            "metadata": dict(h.metadata), "score": h.score}
-
-
-class CachedRetriever(BaseRetriever):
+class CachedRetriever(WrapperRetriever):
     """A ``Retriever`` that remembers its results per (query, k, where). The namespace is the
     wrapped retriever's ``fingerprint`` — corpus (ids, texts, metadata), every setting, every
     model — taken at each call, so a rebuilt corpus, a changed setting or another model misses
@@ -171,19 +168,13 @@ class CachedRetriever(BaseRetriever):
     default; None keeps them until the fingerprint changes), for stores another process may
     change. What is cached is the whole ``retrieve`` result: hits, confidence and its kind."""
 
+    #: where entries live and how long they last change no result (``Component``)
+    neutral_settings = frozenset({"ttl", "path"})
+
     def __init__(self, retriever, ttl: float | None = 86_400.0,
                  path: str | Path | None = None):
         self.retriever, self.ttl, self.path = retriever, ttl, path
         self.cache = Cache("retrieval", retriever.fingerprint, ttl, path)
-
-    @property
-    def confidence_kind(self) -> str:
-        """The wrapped retriever's (a cache does not change what the confidence means)."""
-        return self.retriever.confidence_kind
-
-    def confidence_bounds(self) -> tuple[float, float]:
-        """The wrapped retriever's confidence range."""
-        return self.retriever.confidence_bounds()
 
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
                scope: Mapping[str, Any] | None = None) -> list[Hit]:
@@ -205,18 +196,42 @@ class CachedRetriever(BaseRetriever):
         row = self.cache.get(key)
         if row is None:
             got = self.retriever.retrieve(query, k=k, where=where, scope=scope)
-            self.cache.put(key, {"hits": [_hit_dict(h) for h in got.hits],
+            self.cache.put(key, {"hits": [h.to_dict() for h in got.hits],
                                  "confidence": got.confidence, "kind": got.confidence_kind})
             return got
-        hits = tuple(make_hit(r, r["score"], n) for n, r in enumerate(row["hits"], 1))
+        hits = tuple(Hit.from_dict({**r, "rank": n}) for n, r in enumerate(row["hits"], 1))
         return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where,
                                                                 "scope": scope}),),
                          row["confidence"], row["kind"])
 
-    def __len__(self) -> int:
-        return len(self.retriever)
 
-    @property
-    def corpus_fingerprint(self) -> str:
-        """The wrapped retriever's corpus fingerprint (a cache is not a different corpus)."""
-        return self.retriever.corpus_fingerprint
+
+class CachedPipeline(Component):
+    """``Pipeline.ask`` with an answer cache for exact repeats: the key is the *condensed*
+    question (so "and on free?" after different conversations are different keys) and the
+    filter and the access scope (an answer found for one scope is never served to another);
+    entries expire after ``ttl`` seconds (default 300); the namespace is the
+    pipeline's ``fingerprint``: its corpus, every component's settings and models, its
+    thresholds — change any and the cache misses."""
+
+    #: where entries live and how long they last change no answer (``Component``)
+    neutral_settings = frozenset({"ttl", "path"})
+
+    def __init__(self, pipeline, ttl: float | None = 300.0, path: str | Path | None = None):
+        self.pipeline, self.ttl, self.path = pipeline, ttl, path
+        self.cache = Cache("answers", pipeline.fingerprint, ttl, path)
+
+    def ask(self, question: str, history=None, where=None, *, scope=None) -> Result:
+        """``Pipeline.ask``, answered from the cache when the same condensed question, filter
+        and scope were asked within ``ttl`` under the same corpus, models and thresholds."""
+        question = check_query(question)
+        condensed = (self.pipeline.condenser.condense(question, history) if history
+                     else question)
+        self.cache.namespace = self.pipeline.fingerprint
+        key = Cache.key(condensed, validate_where(where), scoped(None, scope))  # as applied
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Result.from_dict(hit)
+        result = self.pipeline.ask(question, history, where, scope=scope)
+        self.cache.put(key, result.to_dict())
+        return result

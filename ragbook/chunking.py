@@ -84,7 +84,9 @@ def sliding_windows(n_tokens: int, size: int, overlap: int = 0) -> list[tuple[in
 _tokenizer = None
 
 
-def _encoder_tokenizer():
+def encoder_tokenizer():
+    """The profile encoder's tokenizer (loaded once), for counting tokens and mapping token
+    offsets back to characters — what token-sized chunks and windows are measured in."""
     global _tokenizer
     if _tokenizer is None:
         from transformers import AutoTokenizer
@@ -101,7 +103,7 @@ def _encoder_tokenizer():
 
 def count_tokens(text: str) -> int:
     """Tokens the encoder reads for ``text`` (special tokens excluded)."""
-    return len(_encoder_tokenizer()(text, add_special_tokens=False)["input_ids"])
+    return len(encoder_tokenizer()(text, add_special_tokens=False)["input_ids"])
 
 
 _PIECE = 1 << 16     # characters the tokenizer reads at a time: memory stays bounded
@@ -113,7 +115,7 @@ def _token_spans(text: str, a: int, b: int) -> tuple[list[int], list[int]]:
     ``_LONG_TOKEN`` characters (the unknown token WordPiece makes of an over-long word,
     e.g. a hex dump) counts one per character, so such a word is cut at the size instead
     of riding along as a single token."""
-    enc = _encoder_tokenizer()(text[a:b], add_special_tokens=False, return_offsets_mapping=True)
+    enc = encoder_tokenizer()(text[a:b], add_special_tokens=False, return_offsets_mapping=True)
     starts, ends = [], []
     for s, e in enc["offset_mapping"]:
         if e - s > _LONG_TOKEN:

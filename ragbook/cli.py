@@ -12,7 +12,6 @@ unreadable input), 2 a usage error. Every error is one line on stderr,
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -21,16 +20,14 @@ import warnings
 from pathlib import Path
 
 from . import models
-from .bm25 import BM25Index
-from .chunking import chunk_documents
-from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
 from .evaluate import compare_runs, format_table, run_from_hits
 from .fusion import HybridRetriever
-from .ingest import read_documents
-from .persist import CorruptIndexError, read_manifest
+from .ingest import read_documents, sync_index
+from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .readers import GenerativeReader
+from .retrieval import CONFIDENCE_KINDS
 
 __all__ = ["main", "build_parser", "read_questions"]
 
@@ -241,75 +238,24 @@ def _index(args) -> int:
         docs = read_documents(args.src)
     for w in caught:
         _warn(str(w.message))
-    sources = {"size": args.size, "overlap": args.overlap,
-               "documents": {d.id: _content_hash(d) for d in docs}}
     encoder = Encoder(show_progress=True, precision="bf16" if args.fast else "fp32")
-    previous = None if args.rebuild else _previous(out, sources, encoder)
-    if previous is not None:
-        return _update(previous, docs, sources, out, encoder, t)
-    chunks = chunk_documents(docs, size=args.size, overlap=args.overlap)
-    retriever = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
-    retriever.save(out, sources=sources)
-    print(f"indexed {len(docs)} documents as {len(chunks)} chunks in "
-          f"{time.perf_counter() - t:.1f} s ({encoder.cache_misses} embedded, "
-          f"{encoder.cache_hits} from cache); saved to {out}")
-    return 0
-
-
-def _content_hash(doc) -> str:
-    """What a document's chunks are made of (id, title, text, metadata), hashed: a document
-    whose hash differs from the one saved with the index has changed."""
-    content = json.dumps([doc.id, doc.title, doc.text, doc.metadata], sort_keys=True,
-                         ensure_ascii=False, default=str)
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _previous(out: Path, sources: dict, encoder):
-    """``(retriever, saved sources)`` when ``out`` holds an index this run can update in
-    place, else None (after saying why it is built again in full)."""
-    if not (out / "manifest.json").is_file():
-        return None
     try:
-        saved = read_manifest(out, "HybridRetriever").get("sources")
+        done = sync_index(docs, out, encoder, size=args.size, overlap=args.overlap,
+                          rebuild=args.rebuild,
+                          on_full_build=lambda why: print(f"building {out} again in full: {why}"))
     except CorruptIndexError as err:
         raise CorruptIndexError(f"{err}; to build it again from SRC, run the same command "
                                 f"with --rebuild") from None
-    why = None
-    if not isinstance(saved, dict) or not isinstance(saved.get("documents"), dict):
-        why = "it keeps no hash per document (saved by an older ragbook, or from Python)"
-    elif (saved.get("size"), saved.get("overlap")) != (sources["size"], sources["overlap"]):
-        why = (f"it was chunked with --size {saved.get('size')} --overlap "
-               f"{saved.get('overlap')}, not --size {sources['size']} --overlap "
-               f"{sources['overlap']}")
-    else:
-        try:
-            return HybridRetriever.load(out, encoder=encoder), saved
-        except EncoderMismatchError:
-            why = f"it was embedded by another encoder than {encoder.fingerprint}"
-    print(f"building {out} again in full: {why}")
-    return None
-
-
-def _update(previous, docs, sources: dict, out: Path, encoder, started: float) -> int:
-    """Re-chunk and re-embed only the documents added or changed since ``out`` was saved,
-    drop the chunks of changed and deleted ones, save (atomically) and say how many of each."""
-    retriever, saved = previous
-    old, new = saved["documents"], sources["documents"]
-    added = [d for d in docs if d.id not in old]
-    changed = [d for d in docs if d.id in old and old[d.id] != new[d.id]]
-    deleted = [i for i in old if i not in new]
-    chunks = chunk_documents(added + changed, size=sources["size"], overlap=sources["overlap"])
-    redo, fresh = {d.id for d in changed} | set(deleted), {c.id for c in chunks}
-    stale = [r["id"] for r in retriever.items_ if r["doc_id"] in redo and r["id"] not in fresh]
-    if added or changed or deleted:
-        retriever.update(upsert=chunks, delete=stale)
-        retriever.save(out, sources=sources)
-    print(f"{len(added)} added, {len(changed)} changed, {len(deleted)} deleted, "
-          f"{len(docs) - len(added) - len(changed)} unchanged documents "
-          f"({len(chunks)} chunks written, {len(stale)} removed, {len(retriever)} in all) in "
-          f"{time.perf_counter() - started:.1f} s ({encoder.cache_misses} embedded, "
-          f"{encoder.cache_hits} from cache); "
-          + (f"saved to {out}" if added or changed or deleted else f"{out} was up to date"))
+    cached = f"({encoder.cache_misses} embedded, {encoder.cache_hits} from cache)"
+    if done.rebuilt:
+        print(f"indexed {len(docs)} documents as {done.chunks_written} chunks in "
+              f"{time.perf_counter() - t:.1f} s {cached}; saved to {out}")
+        return 0
+    print(f"{len(done.added)} added, {len(done.changed)} changed, {len(done.deleted)} deleted, "
+          f"{done.unchanged} unchanged documents ({done.chunks_written} chunks written, "
+          f"{done.chunks_removed} removed, {len(done.retriever)} in all) in "
+          f"{time.perf_counter() - t:.1f} s {cached}; "
+          + (f"saved to {out}" if done.saved else f"{out} was up to date"))
     return 0
 
 
@@ -347,20 +293,16 @@ def _passage(n: int, p: dict) -> str:
             f"chars {p['start']}-{p['end']}  \"{snippet}\"")
 
 
-_KIND_WORDS = {"cosine": "cosine of the best dense match", "bm25": "BM25 score of the best "
-               "keyword match", "rrf": "fused rank score of the best hit",
-               "rerank": "reranker's score of the best candidate"}
-
-
 def _confidence(out: dict, floor: float | None) -> str:
-    """The number the escalation rule compared, named: "confidence 0.62 (cosine of the best
-    dense match; escalates under --min-confidence 0.40)"."""
+    """The number the escalation rule compared, named by ``CONFIDENCE_KINDS``: "confidence
+    0.62 (cosine similarity of the best dense hit; escalates under --min-confidence 0.40)"."""
     value, kind = out.get("confidence"), out.get("confidence_kind")
     if value is None:
         return "confidence: none (nothing was retrieved)"
     rule = (f"escalates under --min-confidence {floor:.2f}" if floor is not None else
             "no --min-confidence set")
-    return f"confidence {value:.2f} ({_KIND_WORDS.get(kind, kind)}; {rule})"
+    words = CONFIDENCE_KINDS[kind][0] if kind in CONFIDENCE_KINDS else kind
+    return f"confidence {value:.2f} ({words}; {rule})"
 
 
 def _ask(args) -> int:

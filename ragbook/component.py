@@ -12,6 +12,9 @@ answer two questions without anyone listing its settings by hand:
   input length), the indexed corpus when built, and the model weights a component loads
   lazily. Caches namespace their entries by it, so a changed setting is a cache miss, never
   a stale answer. A new setting is one new ``__init__`` argument: nothing else to update.
+  Settings that change no result — where a trace is written, a batch size, how long a
+  cache entry lives — are declared in the class's ``neutral_settings`` and left out, so
+  changing them does not empty every cache (secrets are left out too, and never shown).
 
 >>> class Floor(Component):
 ...     def __init__(self, min_cosine=0.3, k=5):
@@ -47,6 +50,9 @@ SECRETS = frozenset({"api_key", "token", "password", "secret"})
 class Component:
     """Base of every pipeline component: ``settings()``, ``fingerprint``, ``with_settings``
     and a ``__repr__`` that shows the settings differing from the defaults."""
+
+    #: the settings that change no result (left out of ``fingerprint``; shown by ``repr``)
+    neutral_settings: frozenset[str] = frozenset()
 
     @classmethod
     def _parameters(cls) -> list[inspect.Parameter]:
@@ -107,13 +113,15 @@ class Component:
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of the class, every setting (sub-components by their fingerprint),
-        the corpus when built (``corpus_fingerprint``) and ``_fingerprint_extra()``: equal
-        fingerprints give equal results, and changing any one setting changes it."""
+        """A short hash of the class, every setting but the ``neutral_settings`` and secrets
+        (sub-components by their fingerprint), the corpus when built (``corpus_fingerprint``)
+        and ``_fingerprint_extra()``: equal fingerprints give equal results, and changing
+        any other setting changes it."""
         parts: dict[str, Any] = {"type": f"{type(self).__module__}.{type(self).__qualname__}",
                                  "settings": {n: identity_of(self._setting(n))
                                               for n in self._setting_names()
-                                              if n not in SECRETS}}
+                                              if n not in SECRETS
+                                              and n not in self.neutral_settings}}
         if hasattr(type(self), "corpus_fingerprint"):
             try:
                 parts["corpus"] = self.corpus_fingerprint

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from .bm25 import Tokenizer
-from .readers import Span
+from .types import Span
 
 __all__ = ["quantities", "topic_words", "find_conflict"]
 

@@ -287,9 +287,9 @@ class DenseIndex(BaseRetriever):
         self.store_ = _fresh(store).read(path)
         self.encoder_fingerprint_ = m["encoder_fingerprint"]
         if self.store_.corpus_fingerprint != m["corpus_fingerprint"]:
-            raise ValueError(f"{str(path)!r}: the records read back by {self.store_!r} do not "
-                             f"hold the corpus the manifest describes; rebuild and save the "
-                             f"index again")
+            raise CorruptIndexError(f"{str(path)!r}: the records read back by {self.store_!r} "
+                                    f"do not hold the corpus the manifest describes; rebuild "
+                                    f"and save the index again")
         self.check_encoder()
         return self
 

@@ -186,7 +186,7 @@ class Encoder:
                  prefix_scheme: str | None = None, batch_size: int = 16,
                  max_length: int | None = 256, cache: bool = True,
                  show_progress: bool | None = None, precision: str = "fp32"):
-        models._check_role(role)
+        models.check_role_name(role)
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; choose one of "
                              f"{', '.join(PRECISIONS)} (bf16: faster on a CPU with AMX)")

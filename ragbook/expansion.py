@@ -27,9 +27,9 @@ from dataclasses import replace
 from typing import Any
 
 from .checks import check_k, check_query
-from .chunking import _encoder_tokenizer, chunk_documents
+from .chunking import chunk_documents, encoder_tokenizer
 from .filters import matches, scoped
-from .retrieval import BaseRetriever, corpus_fingerprint
+from .retrieval import Retriever, WrapperRetriever, check_role, corpus_fingerprint
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
 
@@ -67,14 +67,7 @@ def parent_child_chunks(docs: Sequence[Document], parent_size: int = 1000,
     return parents, children
 
 
-def _check_inner(retriever) -> None:
-    for attr in ("search", "corpus_fingerprint"):
-        if not hasattr(type(retriever), attr) and attr not in vars(retriever):  # may be unbuilt
-            raise TypeError(f"retriever must satisfy ragbook.retrieval.Retriever (no "
-                            f"{attr!r} on {type(retriever).__name__})")
-
-
-class ParentDocumentRetriever(BaseRetriever):
+class ParentDocumentRetriever(WrapperRetriever):
     """Search ``retriever`` (over children), return the parents they lie in.
 
     ``parents``: the sections (Chunks with offsets; e.g. from ``parent_child_chunks``).
@@ -84,7 +77,7 @@ class ParentDocumentRetriever(BaseRetriever):
     """
 
     def __init__(self, retriever, parents: Sequence[Chunk], fetch: int = 4):
-        _check_inner(retriever)
+        check_role(retriever, Retriever, "retriever")
         self.retriever, self.fetch = retriever, check_k(fetch, "fetch")
         self.parents = list(parents)
         self._by_doc: dict[str, list[Chunk]] = {}
@@ -117,15 +110,6 @@ class ParentDocumentRetriever(BaseRetriever):
                     break
         return list(out.values())
 
-    @property
-    def confidence_kind(self) -> str:
-        """The inner retriever's: this wrapper passes its scores on unchanged."""
-        return self.retriever.confidence_kind
-
-    def confidence_bounds(self) -> tuple[float, float]:
-        """The inner retriever's confidence range."""
-        return self.retriever.confidence_bounds()
-
     def __len__(self) -> int:
         return len(self.parents)
 
@@ -137,7 +121,7 @@ class ParentDocumentRetriever(BaseRetriever):
                 corpus_fingerprint([{"id": p.id, "text": p.text} for p in self.parents]))
 
 
-class SentenceWindowRetriever(BaseRetriever):
+class SentenceWindowRetriever(WrapperRetriever):
     """Search ``retriever`` (over sentences, e.g. ``sentence_chunks``), return each hit
     widened to ``window`` sentences before and after it in its document. Windows of two hits
     that overlap are merged into one (scored by the better hit), so text is never repeated.
@@ -145,7 +129,7 @@ class SentenceWindowRetriever(BaseRetriever):
 
     def __init__(self, retriever, documents: Sequence[Document], window: int = 3,
                  fetch: int = 3):
-        _check_inner(retriever)
+        check_role(retriever, Retriever, "retriever")
         if isinstance(window, bool) or not isinstance(window, int) or window < 0:
             raise ValueError(f"window must be a whole number >= 0 (sentences on each side), "
                              f"got {window!r}")
@@ -191,18 +175,6 @@ class SentenceWindowRetriever(BaseRetriever):
         return windows
 
     @property
-    def confidence_kind(self) -> str:
-        """The inner retriever's: this wrapper passes its scores on unchanged."""
-        return self.retriever.confidence_kind
-
-    def confidence_bounds(self) -> tuple[float, float]:
-        """The inner retriever's confidence range."""
-        return self.retriever.confidence_bounds()
-
-    def __len__(self) -> int:
-        return len(self.retriever)
-
-    @property
     def corpus_fingerprint(self) -> str:
         """The wrapped index's fingerprint plus the window size, which changes what is returned."""
         return f"{self.retriever.corpus_fingerprint}/window:{self.window}"
@@ -217,7 +189,7 @@ def _ends(text: str, length: str) -> tuple[int, ...]:
     sweeps fit the same hits to several budgets)."""
     if length == "words":
         return tuple(m.end() for m in _WORD.finditer(text))
-    enc = _encoder_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
+    enc = encoder_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
     return tuple(e for s, e in enc["offset_mapping"] if e > s)
 
 

@@ -7,6 +7,11 @@ docs folder is messy (empty files are skipped with a warning, not an error).
 
     folder/ or file.jsonl --read_documents--> [Document] --chunk_documents--> [Chunk]
 
+``sync_index(docs, out)`` keeps an index saved at ``out`` up to date with such documents:
+only those added or changed since (by ``content_hash``) are chunked and embedded again, the
+chunks of changed and deleted ones dropped, and the index saved — what ``ragbook index``
+does on a folder that already holds an index, callable from Python or a server.
+
 >>> import tempfile, pathlib
 >>> root = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (root / "billing").mkdir(), (root / "billing" / "refunds.md").write_text(
@@ -17,18 +22,27 @@ docs folder is messy (empty files are skipped with a warning, not an error).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from .bm25 import BM25Index
+from .chunking import chunk_documents
 from .convert import CONVERTERS, MAX_BYTES, ConversionError, convert
 from .datasets import split_front_matter
+from .dense import DenseIndex, EncoderMismatchError
+from .embeddings import Encoder
 from .filters import check_metadata
+from .fusion import HybridRetriever
+from .persist import read_manifest
 from .types import Document
 
-__all__ = ["read_documents", "SUFFIXES"]
+__all__ = ["read_documents", "SUFFIXES", "content_hash", "sync_index", "IndexSync"]
 
 SUFFIXES = (".md", ".markdown", ".txt", *CONVERTERS)  # PDF/HTML/DOCX: ragbook.convert
 _MARKDOWN = (".md", ".markdown")
@@ -240,3 +254,104 @@ def _drop_blank(docs: list[Document], path: Path) -> list[Document]:
                   f"{str(path)!r} ({shown}); fill or remove them to silence this",
                   stacklevel=3)
     return [d for d in docs if d.text.strip()]
+
+
+# -- keeping a saved index up to date ---------------------------------------------------------
+def content_hash(doc: Document) -> str:
+    """What a document's chunks are made of (id, title, text, metadata), hashed: a document
+    whose hash differs from the one saved with the index has changed."""
+    content = json.dumps([doc.id, doc.title, doc.text, doc.metadata], sort_keys=True,
+                         ensure_ascii=False, default=str)
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class IndexSync:
+    """What ``sync_index`` did. ``rebuilt``: the index was built in full (then every document
+    counts as added), with ``reason`` saying why when ``out`` held an index it could not
+    update; else the ids of the documents ``added``, ``changed`` and ``deleted`` since the
+    save, how many are ``unchanged``, the chunks written and removed. ``retriever``: the
+    index now saved at ``out``."""
+
+    retriever: HybridRetriever
+    rebuilt: bool
+    reason: str | None
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    deleted: tuple[str, ...]
+    unchanged: int
+    chunks_written: int
+    chunks_removed: int
+
+    @property
+    def saved(self) -> bool:
+        """Whether ``out`` was written (an update that found no change leaves it as it was)."""
+        return self.rebuilt or bool(self.added or self.changed or self.deleted)
+
+
+def sync_index(docs: Sequence[Document], out: str | os.PathLike, encoder: Encoder | None = None,
+               *, size: int = 256, overlap: int = 32, rebuild: bool = False,
+               on_full_build: Callable[[str], None] | None = None) -> IndexSync:
+    """Make the ``HybridRetriever`` saved at ``out`` an index of ``docs`` (chunked with
+    ``size`` and ``overlap`` tokens, embedded by ``encoder``) and save it atomically; returns
+    an ``IndexSync`` saying what changed.
+
+    When ``out`` holds an index saved by this function with the same ``size`` and
+    ``overlap`` and embedded by the same encoder, only the documents added or changed since
+    (their ``content_hash`` differs from the one saved with the index) are chunked and
+    embedded, and the chunks of changed and deleted documents are dropped; nothing is written
+    when nothing changed. Otherwise (or with ``rebuild=True``) the index is built in full,
+    after calling ``on_full_build(reason)`` when ``out`` held an index it could not update.
+    ``CorruptIndexError`` when the index at ``out`` is damaged (``rebuild=True`` replaces
+    it)."""
+    out, encoder = Path(out), encoder if encoder is not None else Encoder()
+    sources = {"size": size, "overlap": overlap,
+               "documents": {d.id: content_hash(d) for d in docs}}
+    previous, reason = (None, None) if rebuild else _previous(out, sources, encoder)
+    if previous is not None:
+        return _update(*previous, docs, sources, out)
+    if reason is not None and on_full_build is not None:
+        on_full_build(reason)
+    chunks = chunk_documents(docs, size=size, overlap=overlap)
+    retriever = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
+    retriever.save(out, sources=sources)
+    return IndexSync(retriever, True, reason, tuple(d.id for d in docs), (), (), 0,
+                     len(chunks), 0)
+
+
+def _previous(out: Path, sources: dict, encoder: Encoder):
+    """``((retriever, saved sources), None)`` when ``out`` holds an index this sync can
+    update in place; ``(None, why not)`` when it holds one that must be built again in full;
+    ``(None, None)`` when it holds none."""
+    if not (out / "manifest.json").is_file():
+        return None, None
+    saved = read_manifest(out, "HybridRetriever").get("sources")
+    if not isinstance(saved, dict) or not isinstance(saved.get("documents"), dict):
+        return None, "it keeps no hash per document (saved by an older ragbook, or from Python)"
+    if (saved.get("size"), saved.get("overlap")) != (sources["size"], sources["overlap"]):
+        return None, (f"it was chunked with --size {saved.get('size')} --overlap "
+                      f"{saved.get('overlap')}, not --size {sources['size']} --overlap "
+                      f"{sources['overlap']}")
+    try:
+        return (HybridRetriever.load(out, encoder=encoder), saved), None
+    except EncoderMismatchError:
+        return None, f"it was embedded by another encoder than {encoder.fingerprint}"
+
+
+def _update(retriever: HybridRetriever, saved: dict, docs: Sequence[Document], sources: dict,
+            out: Path) -> IndexSync:
+    """Re-chunk and re-embed only the documents added or changed since ``out`` was saved,
+    drop the chunks of changed and deleted ones, and save (atomically) when any changed."""
+    old, new = saved["documents"], sources["documents"]
+    added = [d for d in docs if d.id not in old]
+    changed = [d for d in docs if d.id in old and old[d.id] != new[d.id]]
+    deleted = [i for i in old if i not in new]
+    chunks = chunk_documents(added + changed, size=sources["size"], overlap=sources["overlap"])
+    redo, fresh = {d.id for d in changed} | set(deleted), {c.id for c in chunks}
+    stale = [r["id"] for r in retriever.items_ if r["doc_id"] in redo and r["id"] not in fresh]
+    if added or changed or deleted:
+        retriever.update(upsert=chunks, delete=stale)
+        retriever.save(out, sources=sources)
+    return IndexSync(retriever, False, None, tuple(d.id for d in added),
+                     tuple(d.id for d in changed), tuple(deleted),
+                     len(docs) - len(added) - len(changed), len(chunks), len(stale))

@@ -74,6 +74,8 @@ class MaxSimScorer(Component):
     ``CrossEncoderReranker(MaxSimScorer())`` reranks with it. ``dense_weight=0`` is MaxSim
     alone, ``1`` the dense cosine alone. Scores lie in [-1, 1]."""
 
+    neutral_settings = frozenset({"token_cache_mb"})   # memory for token vectors, not scores
+
     def __init__(self, encoder=None, dense_weight: float = 0.2, token_cache_mb: int = 256):
         if not 0.0 <= float(dense_weight) <= 1.0:
             raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}; 0 scores by "
@@ -132,6 +134,8 @@ class MaxSimReranker(CrossEncoderReranker):
     """``CrossEncoderReranker`` over a ``MaxSimScorer``: the same ``order``/``cut``/
     ``rerank``, ``min_rerank_score`` and latency log, with scores in [-1, 1]
     (``confidence_kind = "rerank"``)."""
+
+    neutral_settings = CrossEncoderReranker.neutral_settings | {"token_cache_mb"}
 
     def __init__(self, encoder=None, dense_weight: float = 0.2, *, token_cache_mb: int = 256,
                  batch_size: int = 32, min_rerank_score: float | None = None):

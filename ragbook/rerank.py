@@ -27,10 +27,10 @@ from .chunking import sliding_windows
 from .component import Component
 from .embeddings import Encoder
 from .filters import validate_where
-from .retrieval import BaseRetriever, trace_stage
+from .retrieval import Reranker, WrapperRetriever, check_role, trace_stage
 from .types import Hit, Retrieved
 
-__all__ = ["CrossEncoderReranker", "RerankedRetriever", "WindowScorer", "windows",
+__all__ = ["BaseReranker", "CrossEncoderReranker", "RerankedRetriever", "WindowScorer", "windows",
            "word_window_spans", "max_window_scores", "rerank_positions", "candidates_within_budget"]
 
 _WORD = re.compile(r"\S+")
@@ -131,7 +131,52 @@ class WindowScorer(Component):
         return np.asarray(max_window_scores(per_window), dtype=np.float32)
 
 
-class CrossEncoderReranker(Component):
+class BaseReranker(Component):
+    """What every second stage shares (the ``retrieval.Reranker`` contract, written once): a
+    subclass defines ``score(query, hits)`` — one number per hit, in input order — and
+    stores a ``min_rerank_score`` setting; this gives it ``order`` (sort by score, ties in
+    retrieval order, ranks renumbered; each call's wall time appended to ``latencies_``, a
+    list the subclass starts empty in ``__init__``), ``cut``
+    (the only rerank threshold), ``rerank`` and ``confidence_bounds``. Scores are of
+    ``confidence_kind = "rerank"``: the model's own scale, unbounded unless a subclass says
+    otherwise."""
+
+    confidence_kind = "rerank"
+    min_rerank_score: float | None = None
+
+    def score(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
+        """This stage's score of each hit for ``query``, in input order."""
+        raise NotImplementedError
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The range of this stage's scores (unbounded: a model's logits or log-odds)."""
+        return -math.inf, math.inf
+
+    def order(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """The ``k`` best hits by ``score``, ranks renumbered from 1 — no cut yet (``cut``
+        applies ``min_rerank_score``; ``rerank`` does both)."""
+        k, query = check_k(k), check_query(query)
+        t = time.perf_counter()
+        scores = self.score(query, hits)
+        self.last_latency_s = time.perf_counter() - t
+        self.latencies_.append(self.last_latency_s)
+        by_rank = sorted(range(len(hits)), key=lambda i: hits[i].rank)  # ties: retrieval order
+        kept = [by_rank[j] for j in rerank_positions([scores[i] for i in by_rank], k)]
+        return [replace(hits[i], score=float(scores[i]), rank=r) for r, i in enumerate(kept, 1)]
+
+    def cut(self, hits: Sequence[Hit]) -> list[Hit]:
+        """The reranked ``hits`` scoring at least ``min_rerank_score`` (all of them when it
+        is None). ``hits`` come from ``order``, best first, so ranks stay 1, 2, ..."""
+        floor = self.min_rerank_score
+        return [h for h in hits if floor is None or h.score >= floor]
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """The ``k`` best hits by score (ranks renumbered from 1), dropping any below
+        ``min_rerank_score``: ``cut(order(query, hits, k))``."""
+        return self.cut(self.order(query, hits, k))
+
+
+class CrossEncoderReranker(BaseReranker):
     """Rerank hits with a pair-scoring model; ``min_rerank_score`` drops candidates scoring
     below it, so a query can get nothing back (better than a confident wrong answer). It is
     the only rerank cut in the package: a pipeline applies it through ``cut``.
@@ -142,7 +187,7 @@ class CrossEncoderReranker(Component):
     Its scores are of ``confidence_kind = "rerank"``: the model's own scale.
     """
 
-    confidence_kind = "rerank"
+    neutral_settings = frozenset({"batch_size"})   # how many pairs a model call takes
 
     def __init__(self, model=None, *, batch_size: int = 32,
                  min_rerank_score: float | None = None, profile: str | None = None):
@@ -166,10 +211,6 @@ class CrossEncoderReranker(Component):
             self._loaded = models.load("cross_encoder", self.profile)
         return self._loaded
 
-    def confidence_bounds(self) -> tuple[float, float]:
-        """The range of this reranker's scores (unbounded: a model's logits)."""
-        return -math.inf, math.inf
-
     def score(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
         """The model's score for each (query, hit text) pair, in input order."""
         if not hits:
@@ -178,31 +219,8 @@ class CrossEncoderReranker(Component):
         return np.asarray(self.model.predict(pairs, batch_size=self.batch_size,
                                              show_progress_bar=False), dtype=np.float32).ravel()
 
-    def order(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
-        """The ``k`` best hits by the model's score, ranks renumbered from 1 — no cut yet
-        (``cut`` applies ``min_rerank_score``; ``rerank`` does both)."""
-        k, query = check_k(k), check_query(query)
-        t = time.perf_counter()
-        scores = self.score(query, hits)
-        self.last_latency_s = time.perf_counter() - t
-        self.latencies_.append(self.last_latency_s)
-        by_rank = sorted(range(len(hits)), key=lambda i: hits[i].rank)  # ties: retrieval order
-        kept = [by_rank[j] for j in rerank_positions([scores[i] for i in by_rank], k)]
-        return [replace(hits[i], score=float(scores[i]), rank=r) for r, i in enumerate(kept, 1)]
 
-    def cut(self, hits: Sequence[Hit]) -> list[Hit]:
-        """The reranked ``hits`` scoring at least ``min_rerank_score`` (all of them when it
-        is None). ``hits`` come from ``order``, best first, so ranks stay 1, 2, ..."""
-        floor = self.min_rerank_score
-        return [h for h in hits if floor is None or h.score >= floor]
-
-    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
-        """The ``k`` best hits by the model's score (ranks renumbered from 1), dropping any
-        below ``min_rerank_score``: ``cut(order(query, hits, k))``."""
-        return self.cut(self.order(query, hits, k))
-
-
-class RerankedRetriever(BaseRetriever):
+class RerankedRetriever(WrapperRetriever):
     """A first-stage retriever followed by a reranker, as one ``Retriever``: fetch
     ``candidates`` hits (filtered by ``where`` inside the first stage), rerank them, return
     the best ``k``. Its corpus is the first stage's, so it shares its corpus fingerprint;
@@ -210,10 +228,10 @@ class RerankedRetriever(BaseRetriever):
 
     confidence_kind = "rerank"
 
-    def __init__(self, retriever, reranker: CrossEncoderReranker | None = None,
-                 candidates: int = 50):
+    def __init__(self, retriever, reranker: Reranker | None = None, candidates: int = 50):
         self.retriever = retriever
-        self.reranker = reranker if reranker is not None else CrossEncoderReranker()
+        self.reranker = check_role(reranker if reranker is not None else CrossEncoderReranker(),
+                                   Reranker, "reranker")
         self.candidates = check_k(candidates, "candidates")
 
     def search(self, query: str, k: int = 10, where=None, *, scope=None) -> list[Hit]:
@@ -237,16 +255,3 @@ class RerankedRetriever(BaseRetriever):
     def confidence_bounds(self) -> tuple[float, float]:
         """The reranker's score range."""
         return self.reranker.confidence_bounds()
-
-    def __len__(self) -> int:
-        return len(self.retriever)
-
-    @property
-    def corpus_fingerprint(self) -> str:
-        """The wrapped retriever's fingerprint (reranking does not change the corpus)."""
-        return self.retriever.corpus_fingerprint
-
-    @property
-    def items_(self):
-        """The wrapped retriever's indexed records."""
-        return self.retriever.items_

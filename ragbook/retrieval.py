@@ -1,13 +1,28 @@
-"""The retrieval contract: what every retriever and vector store promises, in one place.
+"""The contracts: what every role in a pipeline promises, one Protocol each, in one place.
 
-Dense, BM25, hybrid, reranked and scale-out (Milvus) retrievers all satisfy ``Retriever``
-(``BaseRetriever`` gives the default ``retrieve``); in-process and remote vector stores
-satisfy ``VectorStore``. What flows through them is defined here once: the kinds of
-confidence, the stored record, the ``Hit`` builder and corpus fingerprints. The argument
-checks live in ``ragbook.checks``, the filter language in ``ragbook.filters``, saving in
-``ragbook.persist``.
+=================== ======================================================= ===================
+role                promises                                                written once in
+=================== ======================================================= ===================
+``Retriever``       ``search``, ``retrieve``, ``confidence_bounds``          ``BaseRetriever``,
+                                                                            ``WrapperRetriever``
+``VectorStore``     vectors and records for a ``DenseIndex``                 (stores/)
+``Reranker``        ``order``, ``cut``, ``rerank``, ``confidence_kind``,     ``BaseReranker``
+                    ``confidence_bounds``, ``min_rerank_score``               (rerank.py)
+``Reader``          ``read(question, hits) -> Answer``                      (readers/)
+``SpanReader``      a ``Reader`` that scores the candidate spans of a whole  ``BaseSpanReader``
+                    candidate list in one call (``hits_spans``) and judges   (readers/)
+                    one (``accepts``)
+``StreamingReader`` a ``Reader`` that can also ``stream`` its answer         ``GenerativeReader``
+=================== ======================================================= ===================
 
-    Chunk/Document --record()--> record dict --store--> make_hit() --> Hit
+A composer (``Pipeline``) checks each role with ``check_role`` when it is built, so a wrong
+object fails there, naming the role and what it lacks, and dispatches on these Protocols
+(``isinstance(reader, SpanReader)``) — never by probing for methods. What flows through them
+is defined here once too: the kinds of confidence, the stored record, the ``Hit`` builder and
+corpus fingerprints. The argument checks live in ``ragbook.checks``, the filter language in
+``ragbook.filters``, saving in ``ragbook.persist``.
+
+    Chunk/Document --record()--> Record --store--> make_hit() --> Hit
 
 >>> make_hit(record(Document("faq", "Refunds take 14 days.")), 0.8, 1).doc_id
 'faq'
@@ -15,23 +30,26 @@ checks live in ``ragbook.checks``, the filter language in ``ragbook.filters``, s
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, NotRequired, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
 from .checks import check_text, check_threshold
 from .component import Component
 from .filters import check_metadata, scoped
-from .types import Chunk, Document, Hit, Retrieved, Stage
+from .streaming import Streamed
+from .types import Answer, Chunk, Document, Hit, Retrieved, Span, Stage
 
-__all__ = ["Retriever", "BaseRetriever", "VectorStore", "CONFIDENCE_KINDS",
-           "check_confidence_threshold", "trace_stage", "record", "records_from", "index_text",
-           "make_hit", "corpus_fingerprint"]
+__all__ = ["Retriever", "BaseRetriever", "WrapperRetriever", "VectorStore", "Reranker",
+           "Reader", "SpanReader", "StreamingReader", "check_role", "Record",
+           "CONFIDENCE_KINDS", "check_confidence_threshold", "trace_stage", "record",
+           "records_from", "index_text", "make_hit", "corpus_fingerprint"]
 
 #: What a retriever's (or reranker's) ``confidence`` is, and the values it can take. The
 #: pipeline's ``min_confidence`` is compared with exactly one of these, never a mix.
@@ -70,6 +88,10 @@ class Retriever(Protocol):
     def retrieve(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
                  scope: Mapping[str, Any] | None = None) -> Retrieved:
         """``search``'s hits with their stages and the confidence in the best one."""
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The lowest and highest confidence ``retrieve`` can report (what a
+        ``min_confidence`` is checked against)."""
 
     def __len__(self) -> int: ...
 
@@ -116,6 +138,38 @@ class BaseRetriever(Component):
         return lo, hi
 
 
+class WrapperRetriever(BaseRetriever):
+    """A retriever built around another (``self.retriever``) whose corpus and confidence it
+    passes on unchanged: a cache, parent-document or sentence-window expansion, a reranking
+    stage. The delegation is written here once; a wrapper overrides only what it changes
+    (a reranked retriever's confidence kind, the parents' corpus fingerprint)."""
+
+    def __init__(self, retriever: Retriever):
+        self.retriever = retriever
+
+    @property
+    def confidence_kind(self) -> str:
+        """The wrapped retriever's: this wrapper passes its scores on unchanged."""
+        return self.retriever.confidence_kind
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The wrapped retriever's confidence range."""
+        return self.retriever.confidence_bounds()
+
+    def __len__(self) -> int:
+        return len(self.retriever)
+
+    @property
+    def corpus_fingerprint(self) -> str:
+        """The wrapped retriever's corpus fingerprint (wrapping is not a different corpus)."""
+        return self.retriever.corpus_fingerprint
+
+    @property
+    def items_(self):
+        """The wrapped retriever's indexed records."""
+        return self.retriever.items_
+
+
 def check_confidence_threshold(value: float | None, kind: str, bounds: tuple[float, float],
                                declared: str | None = None, name: str = "min_confidence"
                                ) -> float | None:
@@ -144,6 +198,102 @@ def check_confidence_threshold(value: float | None, kind: str, bounds: tuple[flo
 
 
 @runtime_checkable
+class Reranker(Protocol):
+    """A second stage: re-scores a first stage's candidates and keeps the best few.
+
+    ``order`` re-scores and sorts (ranks renumbered from 1) without cutting; ``cut`` drops
+    what scores under ``min_rerank_score`` (the only rerank threshold: a pipeline applies it
+    through ``cut``, after its own checks); ``rerank`` = ``cut(order(...))``. Scores are of
+    ``confidence_kind`` and lie within ``confidence_bounds()``. ``rerank.BaseReranker``
+    writes all but ``score`` once."""
+
+    confidence_kind: str
+    min_rerank_score: float | None
+
+    def order(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """The ``k`` best of ``hits`` by this stage's score, best first, ranks from 1."""
+
+    def cut(self, hits: Sequence[Hit]) -> list[Hit]:
+        """The ordered ``hits`` scoring at least ``min_rerank_score``."""
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int = 5) -> list[Hit]:
+        """``cut(order(query, hits, k))``."""
+
+    def confidence_bounds(self) -> tuple[float, float]:
+        """The lowest and highest score this stage can give."""
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Turns a question and the hits it was handed into an ``Answer``: text with the ids of
+    the hits it came from, or ``text=None`` and a ``reason`` when it abstains."""
+
+    def read(self, question: str, hits: Sequence[Hit]) -> Answer:
+        """The answer to ``question`` from ``hits`` (or an abstention)."""
+
+
+@runtime_checkable
+class SpanReader(Reader, Protocol):
+    """A ``Reader`` whose answer is a span of a hit: it scores the candidate spans of a
+    whole candidate list in one call (``hits_spans``, one list per hit, so a reader can
+    batch its model calls), of one hit (``hit_spans``), and says whether it would answer
+    with a span (``accepts``: its floor). A pipeline reads such a reader's spans itself, so
+    its checks (planted instructions, conflicts) see every candidate."""
+
+    def hits_spans(self, question: str, hits: Sequence[Hit]) -> list[list[Span]]:
+        """The candidate spans of each hit, in order."""
+
+    def hit_spans(self, question: str, hit: Hit) -> list[Span]:
+        """The candidate spans of one hit."""
+
+    def accepts(self, span: Span) -> bool:
+        """True when the reader would answer with ``span`` rather than abstain."""
+
+
+@runtime_checkable
+class StreamingReader(Reader, Protocol):
+    """A ``Reader`` that can also release its answer piece by piece: iterate ``stream``'s
+    result for the text as it is verified, then its ``.result`` is the ``Answer`` that
+    ``read`` would have returned."""
+
+    def stream(self, question: str, hits: Sequence[Hit]) -> Streamed[Answer]:
+        """``read``, streamed."""
+
+
+def _members(protocol: type) -> list[str]:
+    """The methods and attributes a Protocol (and the Protocols it extends) declares."""
+    names: list[str] = []
+    for cls in reversed(protocol.__mro__):
+        if cls in (object, Protocol, Generic) or not getattr(cls, "_is_protocol", False):
+            continue
+        names += [n for n in (*vars(cls), *getattr(cls, "__annotations__", {}))
+                  if n == "__len__" or not n.startswith("_")]
+    return list(dict.fromkeys(names))
+
+
+def check_role(value: Any, protocol: type, role: str, fix: str = "") -> Any:
+    """``value`` when it has every member of ``protocol`` (looked up statically: nothing is
+    evaluated, so an unbuilt index passes), else a ``TypeError`` naming the role, the class
+    and what it lacks, and ``fix``.
+
+    >>> check_role(object(), Reader, "reader")
+    Traceback (most recent call last):
+    TypeError: the reader must satisfy ragbook.retrieval.Reader, but 'object' has no read
+    """
+    missing = []
+    for name in _members(protocol):
+        try:
+            inspect.getattr_static(value, name)
+        except AttributeError:
+            missing.append(name)
+    if missing:
+        raise TypeError(f"the {role} must satisfy ragbook.retrieval.{protocol.__name__}, but "
+                        f"{type(value).__name__!r} has no {', '.join(missing)}"
+                        + (f": {fix}" if fix else ""))
+    return value
+
+
+@runtime_checkable
 class VectorStore(Protocol):
     """Where a ``DenseIndex`` keeps vectors and their records: ``ragbook.stores.FaissStore``
     in process, ``ragbook.stores.MilvusStore`` embedded or on a cluster. A store is a
@@ -158,7 +308,7 @@ class VectorStore(Protocol):
         """Empty the store and size it for ``dim``-d vectors; ``properties`` (str -> str, e.g.
         the encoder's fingerprint) are kept with it. Returns the store."""
 
-    def add(self, records: Sequence[dict], vectors: np.ndarray) -> None:
+    def add(self, records: Sequence[Record], vectors: np.ndarray) -> None:
         """Store records (``id``, ``text``, ``metadata``, ...) with their unit vectors, one row
         each; an id already stored is an error."""
 
@@ -168,13 +318,13 @@ class VectorStore(Protocol):
         ``k`` records passing ``where``, best first, never padded. With ``where=None`` this is
         the plain top ``k`` of the whole store (what a post-filter starts from)."""
 
-    def get(self, ids: Sequence[str]) -> list[dict]:
+    def get(self, ids: Sequence[str]) -> list[Record]:
         """The stored records with these ids, in the order asked (an unknown id is a KeyError)."""
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove records by id; returns how many were removed (unknown ids are skipped)."""
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[Record]:
         """Every stored record, in the order the items were added."""
 
     def properties(self) -> dict[str, str]:
@@ -196,7 +346,22 @@ class VectorStore(Protocol):
 
 
 # -- records and hits ------------------------------------------------------------------------
-def record(x: Chunk | Document) -> dict:
+class Record(TypedDict):
+    """What a store keeps per item (the one layout every store reads and writes; a Milvus
+    row is converted to and from it): the item's id, its parent document, its text, its
+    character offsets in that document (0/len for a whole document), its checked metadata,
+    and — for chapter 10's contextual retrieval — the note indexed in front of it."""
+
+    id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any]
+    context: NotRequired[str]
+
+
+def record(x: Chunk | Document) -> Record:
     """The dict a store keeps per item: id, doc_id (the parent document), text, the chunk's
     start/end offsets in that document (0/len for a whole document) and checked metadata."""
     if isinstance(x, Chunk):
@@ -206,12 +371,12 @@ def record(x: Chunk | Document) -> dict:
     else:
         raise TypeError(f"index Chunk or Document objects, got {type(x).__name__}")
     check_text(x.text, f"the text of item {x.id!r}")
-    return {"id": x.id, "doc_id": doc_id, "text": x.text, "start": start, "end": end,
-            "metadata": check_metadata(x.metadata, x.id)}
+    return Record(id=x.id, doc_id=doc_id, text=x.text, start=start, end=end,
+                  metadata=check_metadata(x.metadata, x.id))
 
 
 def records_from(items: Sequence[Chunk | Document],
-                 contexts: Sequence[str] | None = None) -> list[dict]:
+                 contexts: Sequence[str] | None = None) -> list[Record]:
     """Records for ``items``, rejecting blank texts and duplicate ids (naming them).
 
     ``contexts`` (one str per item, chapter 10's contextual retrieval) is stored as the

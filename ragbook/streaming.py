@@ -1,7 +1,7 @@
 """Text that arrives in pieces: a chat model's reply streamed, and what a streaming call of
 the reader or the pipeline returns.
 
-* ``_tidy`` turns a backend's raw pieces into pieces of exactly what its ``generate`` returns
+* ``tidy_pieces`` turns a backend's raw pieces into pieces of exactly what its ``generate`` returns
   (cut at the first stop string, white space stripped), releasing each as soon as it is
   certain — so streamed and whole replies can be compared character for character;
 * ``stream_reply(llm, ...)`` streams any backend: its own ``stream``, or its ``generate``
@@ -19,20 +19,21 @@ __all__ = ["stream_reply", "Streamed"]
 Messages = Sequence[Mapping[str, str]]
 
 
-def _cut(text: str, stop: Sequence[str]) -> str:
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to the first of the ``stop`` strings it contains (all of it when none)."""
     for s in stop:
         if s and s in text:
             text = text[:text.index(s)]
     return text
 
 
-def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
-    """Raw reply ``pieces`` as pieces of ``_cut(reply, stop).strip()`` — what ``generate``
+def tidy_pieces(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
+    """Raw reply ``pieces`` as pieces of ``cut_at_stop(reply, stop).strip()`` — what ``generate``
     returns — released as soon as that is certain: the last ``len(longest stop) - 1``
     characters are held (a stop string may be starting there), and so is trailing white
     space (``strip`` drops it at the end). Stops reading ``pieces`` at the first stop string.
 
-    >>> list(_tidy([" Hi", " the", "re. And", " more"], ["."]))
+    >>> list(tidy_pieces([" Hi", " the", "re. And", " more"], ["."]))
     ['Hi', ' the', 're']
     """
     stop = [s for s in stop if s]
@@ -41,7 +42,7 @@ def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
     try:
         for piece in source:
             text += piece
-            cut = _cut(text, stop)
+            cut = cut_at_stop(text, stop)
             if len(cut) < len(text):                        # a stop string: the reply ends
                 break
             ready = text[:len(text) - hold].lstrip().rstrip()
@@ -52,7 +53,7 @@ def _tidy(pieces: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
         close = getattr(source, "close", None)
         if close is not None:
             close()                                          # stops the model or the stream
-    last = _cut(text, stop).strip()[out:]
+    last = cut_at_stop(text, stop).strip()[out:]
     if last:
         yield last
 

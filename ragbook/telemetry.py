@@ -106,7 +106,7 @@ def _tracer():
 
 
 def emit(result, end_ns: int | None = None) -> bool:
-    """Write ``result``'s spans (a ``pipeline.Result``: the question span and one per stage
+    """Write ``result``'s spans (a ``result.Result``: the question span and one per stage
     of its trace, laid end to end and ending at ``end_ns``, default now). Returns False, and
     does nothing, when ``opentelemetry-api`` is not installed."""
     tracer = _tracer()

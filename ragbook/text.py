@@ -1,4 +1,4 @@
-"""The package's one sentence splitter.
+"""Text utilities the package shares: its one sentence splitter, and its stopword list.
 
 A sentence ends at ``.``, ``!`` or ``?`` followed by white space, and at a line break (a
 heading, a list item, a table row and a line of code are each a line of their own) — except
@@ -17,6 +17,9 @@ and the instruction tripwire over passages, sentence-window retrieval
 chunker's cut points are *not* sentences in this sense: it also cuts after ``:`` and ``;``
 and never after a numbered list marker (``chunking.RecursiveSplitter``).
 
+``STOPWORDS`` are the function words keyword search drops (``bm25.Tokenizer``, and the
+``stop`` filter of the Milvus BM25 analyzer, ``stores.milvus.DEFAULT_ANALYZER``).
+
 >>> sentence_spans("One. Two two! Three?")
 [(0, 4), (5, 13), (14, 20)]
 >>> sentences("Refunds take 5 days.  Annual plans: 14 days\\n\\n# Billing\\nv2.1 is out")
@@ -30,7 +33,13 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-__all__ = ["sentence_spans", "sentences", "soft_breaks"]
+__all__ = ["sentence_spans", "sentences", "soft_breaks", "STOPWORDS"]
+
+# A short English stopword list (function words only): enough that "how do i" does not
+# outweigh the one content word of a question, small enough to keep "not", "free", "plan".
+STOPWORDS = frozenset("""a an and are as at be but by can do does for from had has have how i
+if in into is it its me my of on or our so than that the their them then there these they
+this to was we were what when where which who why will with you your""".split())
 
 # white space after a sentence end, or a run of line breaks: where one sentence stops
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

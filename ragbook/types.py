@@ -2,7 +2,7 @@
 
 Every stage takes and returns these, so a learner can print what one stage handed the next:
 
-    Document --chunking--> Chunk --retrievers--> Hit --readers--> Answer
+    Document --chunking--> Chunk --retrievers--> Hit --readers--> Span / Answer
 
 >>> Chunk(id="a:0-5", doc_id="a", text="hello", start=0, end=5)
 Chunk(id='a:0-5', doc_id='a', text='hello', start=0, end=5, metadata={})
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Document", "Chunk", "Hit", "Answer", "Stage", "Retrieved"]
+__all__ = ["Document", "Chunk", "Hit", "Span", "Answer", "Stage", "Retrieved"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,38 @@ class Hit:
         if isinstance(self.score, bool) or not isinstance(self.score, (int, float)) \
                 or self.score != self.score:
             raise ValueError(f"Hit.score must be a number (not NaN), got {self.score!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as a JSON-ready dict: the one spelling that caches, trace lines and
+        ``Result.to_dict`` write (``from_dict`` reads it back).
+
+        >>> hit = Hit("a:0-5", 0.5, 1, "a", "hello")
+        >>> Hit.from_dict(hit.to_dict()) == hit
+        True
+        """
+        return {"id": self.id, "doc_id": self.doc_id, "start": self.start, "end": self.end,
+                "score": self.score, "rank": self.rank, "text": self.text,
+                "metadata": dict(self.metadata)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Hit:
+        """The ``Hit`` that ``to_dict`` wrote (checked as any ``Hit``); ``KeyError`` when a
+        field is missing."""
+        return cls(d["id"], d["score"], d["rank"], d["doc_id"], d["text"], d["metadata"],
+                   d["start"], d["end"])
+
+
+@dataclass(frozen=True)
+class Span:
+    """A candidate answer inside a hit: ``text == hit.text[start:end]``, with its score
+    (p(start)·p(end) for ``ExtractiveReader``, a cosine for ``SentenceReader``) and
+    ``source``, the id of its hit. What a ``SpanReader`` hands the pipeline."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -297,8 +297,8 @@ def predict_pydocs_mib():
 
 
 # %%
-from ragbook.backends.sizing import bytes_per_vector as package_bytes
-from ragbook.backends.sizing import hnsw_graph_bytes as package_graph
+from ragbook.scaling.sizing import bytes_per_vector as package_bytes
+from ragbook.scaling.sizing import hnsw_graph_bytes as package_graph
 
 flat = n_sections * package_bytes(384, "float32", None) / 2**20
 graph = n_sections * (package_bytes(384, "float32", None) + package_graph(32)) / 2**20

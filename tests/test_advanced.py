@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.cache import Cache, CachedRetriever
+from ragbook.cache import Cache, CachedPipeline, CachedRetriever
 from ragbook.chunking import chunk_documents
 from ragbook.contextual import LLMContext, contexts_for, section_path, title_context
 from ragbook.expansion import (
@@ -16,7 +16,7 @@ from ragbook.expansion import (
     sentence_chunks,
     sentence_spans,
 )
-from ragbook.pipeline import CachedPipeline, Pipeline
+from ragbook.pipeline import Pipeline
 from ragbook.retrieval import Retriever
 from ragbook.types import Chunk, Document
 

@@ -162,7 +162,7 @@ def test_ask_answers_with_sources(pipeline, index, capsys):
     assert "14-day" in out.splitlines()[0]
     assert "sources:" in out and "billing-refund-policy  chars " in out
     # the quantity the pipeline decided on, named — not a fused RRF score per source
-    assert re.search(r"^confidence 0\.\d\d \(cosine of the best dense match; escalates "
+    assert re.search(r"^confidence 0\.\d\d \(cosine similarity of the best dense hit; escalates "
                      r"under --min-confidence 0\.\d\d\)$", out, re.M), out
     assert " score " not in out
 
@@ -172,7 +172,7 @@ def test_ask_escalates_what_the_documents_cannot_answer(pipeline, index, capsys)
     assert code == 0  # an escalation is a correct outcome, not a failure
     assert out.startswith("escalated: low_confidence")
     assert "candidates for a human to check:" in out and "  [1] " in out
-    assert re.search(r"^confidence 0\.\d\d \(cosine of the best dense match; escalates "
+    assert re.search(r"^confidence 0\.\d\d \(cosine similarity of the best dense hit; escalates "
                      r"under --min-confidence 0\.30\)$", out, re.M), out
 
 

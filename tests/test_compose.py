@@ -11,12 +11,13 @@ import pytest
 
 import ragbook
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.cache import CachedRetriever
+from ragbook.cache import CachedPipeline, CachedRetriever
 from ragbook.chunking import chunk_documents
 from ragbook.component import SECRETS, Component
-from ragbook.pipeline import CachedPipeline, Pipeline, with_history
+from ragbook.pipeline import Pipeline
 from ragbook.readers import SentenceReader
 from ragbook.rerank import CrossEncoderReranker
+from ragbook.result import with_history
 from ragbook.retrieval import CONFIDENCE_KINDS, BaseRetriever
 from ragbook.widgets import threshold_counts
 
@@ -57,7 +58,7 @@ def _values():
         "model": (None, WindowScorer(size=40, overlap=10)),
         "scorer": (None, ragbook.MaxSimScorer(dense_weight=0.3)),
         "windows": (None, WindowScorer(size=40, overlap=10)),
-        "reranker": (None, CrossEncoderReranker(batch_size=8)),
+        "reranker": (None, CrossEncoderReranker(min_rerank_score=0.2)),
         "reader": (None, SentenceReader(min_words=5)),
         "condenser": (None, ragbook.RuleCondenser(max_words=4)),
         "fallback": (None, ragbook.RuleCondenser(max_words=4)),
@@ -166,9 +167,22 @@ def test_changing_any_one_setting_changes_the_fingerprint_and_the_cache_namespac
         default = settings[name] if p.default is p.empty else p.default
         alt = _alternative(cls, name, default, values)
         changed = _build(cls, values, **{name: alt})
+        if name in cls.neutral_settings:   # declared to change no answer: caches keep working
+            assert changed.fingerprint == base.fingerprint, f"{cls.__name__}({name}=...)"
+            continue
         assert changed.fingerprint != base.fingerprint, f"{cls.__name__}({name}=...)"
         if namespace is not None:
             assert _namespace(changed) != namespace, f"cache namespace of {cls.__name__}({name})"
+
+
+def test_neutral_settings_are_settings_and_few():
+    """Only settings that exist can be declared neutral, and none that picks a model, a
+    corpus or a threshold (those change answers)."""
+    for cls in CLASSES:
+        assert cls.neutral_settings <= set(cls._setting_names()), cls.__name__
+        assert not {n for n in cls.neutral_settings
+                    if n.startswith(("min_", "max_")) or n in {"model", "encoder", "profile"}}
+    assert Pipeline.neutral_settings == {"trace_path"}
 
 
 def test_a_copy_with_other_settings_leaves_the_original_alone():
@@ -240,6 +254,13 @@ class _Fused(BaseRetriever):
     def confidence_bounds(self):
         return 0.0, 2 / 61
 
+    def __len__(self):
+        return len(self.hybrid)
+
+    @property
+    def corpus_fingerprint(self):
+        return self.hybrid.corpus_fingerprint
+
 
 def test_an_rrf_confidence_is_never_compared_with_a_cosine_threshold(chunks):
     fused = _Fused(HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks))
@@ -261,7 +282,7 @@ def test_the_threshold_widget_moves_the_one_rerank_cut(chunks):
     counts = threshold_counts(pipeline, prepared, questions, None, min_rerank_score=floor)
     moved = Pipeline(hybrid, reranker=CrossEncoderReranker(min_rerank_score=floor),
                      candidates=20)
-    outcomes = [ragbook.pipeline.outcome(moved.ask(*with_history(q)), q.gold)
+    outcomes = [ragbook.result.outcome(moved.ask(*with_history(q)), q.gold)
                 for q in questions]
     assert counts["escalated"] == outcomes.count("escalated") >= len(questions) // 2
     assert (counts["right"], counts["wrong"]) == (outcomes.count("right"),

@@ -16,6 +16,7 @@ from ragbook.datasets import data_dir, load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.embeddings import Encoder
 from ragbook.fusion import HybridRetriever, IndexDriftError
+from ragbook.ingest import sync_index
 from ragbook.types import Chunk, Document
 
 # -- BM25: any sequence of upserts and deletes scores as a rebuild does -----------------------
@@ -221,6 +222,30 @@ def test_a_crash_while_saving_an_update_leaves_the_previous_index(corpus, encode
     assert HybridRetriever.load(tmp_path / "idx").corpus_fingerprint == \
         hybrid(encoder).build(final).corpus_fingerprint
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no leftovers
+
+
+def test_sync_index_updates_only_what_changed(encoder, tmp_path):
+    docs = list(load_helpcentre().documents)[:5]
+    out, extra = tmp_path / "index", list(load_helpcentre().documents)[5]
+    first = sync_index(docs, out, encoder, size=128, overlap=16)
+    assert first.rebuilt and first.reason is None and first.saved
+    assert first.added == tuple(d.id for d in docs)
+    same = sync_index(docs, out, encoder, size=128, overlap=16)
+    assert not same.rebuilt and not same.saved and same.unchanged == 5
+
+    now = [dataclasses.replace(docs[0], text=docs[0].text + NOTE), *docs[2:], extra]
+    done = sync_index(now, out, encoder, size=128, overlap=16)
+    assert (done.added, done.changed, done.deleted) == ((extra.id,), (docs[0].id,),
+                                                          (docs[1].id,))
+    assert done.saved and not done.rebuilt and done.unchanged == 3
+    fresh = hybrid(encoder).build(chunk_documents(now, size=128, overlap=16))
+    assert {r["id"]: r["text"] for r in HybridRetriever.load(out).items_} == \
+        {r["id"]: r["text"] for r in fresh.items_}
+
+    said = []
+    again = sync_index(now, out, encoder, size=256, overlap=32, on_full_build=said.append)
+    assert again.rebuilt and said == [again.reason]
+    assert again.reason.startswith("it was chunked with --size 128 --overlap 16")
 
 
 # -- the command line ----------------------------------------------------------------------

@@ -43,7 +43,7 @@ def peak_kb():   # this process's own high-water mark (ru_maxrss keeps the paren
     status = Path("/proc/self/status").read_text().splitlines()
     return int(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 
-from ragbook.chunking import RecursiveSplitter, _encoder_tokenizer
+from ragbook.chunking import RecursiveSplitter, encoder_tokenizer
 from ragbook.types import Document
 
 rng = random.Random(0)
@@ -60,7 +60,7 @@ while n < 20_000_000:                       # 20 MB of Markdown: headings and pa
     n += len(part) + 2
 Path(sys.argv[1]).write_text("\\n\\n".join(parts))
 del parts
-_encoder_tokenizer()
+encoder_tokenizer()
 before = peak_kb()
 doc = Document(id="big", text=Path(sys.argv[1]).read_text())
 chunks = RecursiveSplitter().split(doc)

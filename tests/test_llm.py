@@ -19,7 +19,7 @@ from ragbook.llm import (
     OpenAICompatibleLLM,
     get_llm,
 )
-from ragbook.server import ChatServer
+from ragbook.serving import ChatServer
 
 MESSAGES = [{"role": "system", "content": "Answer in one word."},
             {"role": "user", "content": "What is the capital of France?"}]

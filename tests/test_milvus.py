@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 
 from ragbook import Encoder
-from ragbook.backends import bytes_per_vector, hnsw_graph_bytes, shards_needed
-from ragbook.backends.compare import overlap_at_k, rank_correlation
 from ragbook.bm25 import BM25Index, Tokenizer
 from ragbook.chunking import chunk_documents
 from ragbook.component import NotBuiltError
@@ -25,8 +23,10 @@ from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import paired_bootstrap, per_query, retrieve_run
 from ragbook.filters import matches
 from ragbook.fusion import HybridRetriever
-from ragbook.milvus import MilvusRetriever
+from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.retrieval import records_from
+from ragbook.scaling import bytes_per_vector, hnsw_graph_bytes, shards_needed
+from ragbook.scaling.compare import overlap_at_k, rank_correlation
 from ragbook.stores import (
     DEFAULT_ANALYZER,
     MATCH_NOTHING,

@@ -12,7 +12,7 @@ import pytest
 
 from ragbook import Encoder
 from ragbook.dense import DenseIndex
-from ragbook.milvus import MilvusRetriever
+from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.retrieval import records_from
 from ragbook.stores import MilvusStore
 from ragbook.stores.milvus_rows import check_record

@@ -23,13 +23,13 @@ import pytest
 from test_milvus import random_metadata, random_where, unit_rows
 
 from ragbook import Encoder
-from ragbook.backends.compare import overlap_at_k
 from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.filters import matches
-from ragbook.milvus import MilvusRetriever
+from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.retrieval import records_from
+from ragbook.scaling.compare import overlap_at_k
 from ragbook.stores import MilvusStore, milvus_filter
 from ragbook.stores.milvus import MilvusVersionError
 from ragbook.types import Document

@@ -10,10 +10,12 @@ from ragbook.chunking import chunk_documents
 from ragbook.condense import LLMCondenser, RuleCondenser
 from ragbook.conflicts import find_conflict, quantities
 from ragbook.llm import OpenAICompatibleLLM
-from ragbook.pipeline import Pipeline, Prepared, Result, outcome, read_traces, with_history
+from ragbook.pipeline import Admitted, Pipeline, Prepared
 from ragbook.readers import SentenceReader, Span
 from ragbook.rerank import CrossEncoderReranker
-from ragbook.server import ChatServer
+from ragbook.result import Result, outcome, read_traces, with_history
+from ragbook.serving import ChatServer
+from ragbook.types import Answer
 
 HC = load_helpcentre()
 
@@ -135,6 +137,25 @@ def test_low_confidence_escalates_and_keeps_the_candidates(hybrid):
     assert not pipeline.with_settings(min_confidence=prep.confidence - 0.01).decide(prep).escalated
 
 
+def test_decide_is_admit_then_read_then_conclude(pipeline):
+    """The decision in two halves: ``admit`` hands back an escalation or what may be read,
+    ``conclude`` judges an answer read from it; together they are ``decide``."""
+    prep = pipeline.prepare("how long is the refund window for enterprise contracts?")
+    admitted = pipeline.admit(prep)
+    assert isinstance(admitted, Admitted) and admitted.span is not None
+    assert admitted.hits == list(prep.candidates)
+    span = admitted.span
+    concluded = pipeline.conclude(prep, admitted, Answer(span.text, (span.source,),
+                                                         (span.score,)))
+    decided = pipeline.decide(prep)
+    assert (concluded.answer, concluded.sources, concluded.answer_span) == (
+        decided.answer, decided.sources, decided.answer_span)
+    abstained = pipeline.conclude(prep, admitted, Answer(None, reason="low_confidence"))
+    assert abstained.reason == "reader_abstained"
+    strict = pipeline.with_settings(min_confidence=prep.confidence + 0.01).admit(prep)
+    assert isinstance(strict, Result) and strict.reason == "low_confidence"
+
+
 def test_reader_abstains(hybrid):
     r = Pipeline(hybrid, reader=SentenceReader(min_span_score=0.99)).ask("refund window for pro?")
     assert r.reason == "reader_abstained"
@@ -194,12 +215,10 @@ def test_calibrate_on_dev_never_does_worse_than_no_threshold(pipeline):
         return outs.count("right") - 2 * outs.count("wrong")
 
     saved = pipeline.min_confidence, pipeline.min_confidence_kind
-    try:
-        th = pipeline.calibrate(prepared, dev)
-        assert pipeline.min_confidence == th
-        assert th is None or pipeline.min_confidence_kind == "cosine"
-    finally:
-        pipeline.min_confidence, pipeline.min_confidence_kind = saved
+    calibrated = pipeline.calibrate(prepared, dev)
+    th = calibrated.min_confidence
+    assert (pipeline.min_confidence, pipeline.min_confidence_kind) == saved   # not mutated
+    assert th is None or calibrated.min_confidence_kind == "cosine"
     assert th is None or any(math.isclose(th, p.confidence) for p in prepared)
     assert value(th) >= value(None)
 

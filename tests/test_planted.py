@@ -10,16 +10,16 @@ from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpce
 from ragbook.chunking import chunk_documents
 from ragbook.cli import main
 from ragbook.datasets import data_dir
-from ragbook.pipeline import ESCALATIONS, Pipeline
-from ragbook.readers import (
-    GenerativeReader,
+from ragbook.injection import (
     evidence,
     instruction_like,
     normalise,
     planted_sentences,
     planted_spans,
-    support,
 )
+from ragbook.pipeline import Pipeline
+from ragbook.readers import GenerativeReader, support
+from ragbook.result import ESCALATIONS
 from ragbook.text import sentence_spans
 from ragbook.types import Document, Hit
 

@@ -21,7 +21,7 @@ from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.filters import matches
 from ragbook.fusion import HybridRetriever
-from ragbook.milvus import MilvusRetriever
+from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.rerank import CrossEncoderReranker, RerankedRetriever
 from ragbook.retrieval import (
     CONFIDENCE_KINDS,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.cache import CachedRetriever
+from ragbook.cache import CachedPipeline, CachedRetriever
 from ragbook.chunking import chunk_documents
 from ragbook.cli import main
 from ragbook.datasets import data_dir
@@ -22,9 +22,10 @@ from ragbook.expansion import (
     sentence_chunks,
 )
 from ragbook.filters import filter_keys, matches, scoped, translate_where, validate_where
-from ragbook.milvus import MilvusRetriever
-from ragbook.pipeline import CachedPipeline, Pipeline, read_traces
+from ragbook.milvus_retriever import MilvusRetriever
+from ragbook.pipeline import Pipeline
 from ragbook.rerank import CrossEncoderReranker, RerankedRetriever
+from ragbook.result import read_traces
 from ragbook.retrieval import records_from
 from ragbook.stores import FaissStore, MilvusStore, milvus_filter
 from ragbook.types import Chunk, Document

@@ -21,8 +21,8 @@ from ragbook.llm import LLMResponseError, LocalLLM, OpenAICompatibleLLM
 from ragbook.pipeline import Pipeline
 from ragbook.readers import GenerativeReader, split_claims, support
 from ragbook.readers.generative import _final_claims
-from ragbook.server import ChatServer
-from ragbook.streaming import Streamed, _cut, _tidy, stream_reply
+from ragbook.serving import ChatServer
+from ragbook.streaming import Streamed, cut_at_stop, stream_reply, tidy_pieces
 from ragbook.text import sentences
 from ragbook.types import Hit
 
@@ -99,7 +99,7 @@ QUESTIONS = [q for q in HC.questions if q.category == "paraphrase"][:3]
 def test_tidy_pieces_join_to_what_generate_returns(raw, cuts, stop):
     bounds = sorted({min(c, len(raw)) for c in cuts})
     pieces = [raw[a:z] for a, z in zip([0, *bounds], [*bounds, len(raw)], strict=True)]
-    assert "".join(_tidy(pieces, stop)) == _cut(raw, stop).strip()
+    assert "".join(tidy_pieces(pieces, stop)) == cut_at_stop(raw, stop).strip()
 
 
 @settings(max_examples=300, deadline=None)

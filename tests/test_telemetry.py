@@ -10,7 +10,8 @@ import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre, telemetry
 from ragbook.chunking import chunk_documents
-from ragbook.pipeline import Pipeline, read_traces
+from ragbook.pipeline import Pipeline
+from ragbook.result import read_traces
 from ragbook.types import Stage
 
 trace = pytest.importorskip("opentelemetry.trace")

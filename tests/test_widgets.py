@@ -116,13 +116,12 @@ def test_rerank_budget_keeps_at_most_k(billing_hybrid):
 def _prepared_set():
     from types import SimpleNamespace
 
-    from ragbook.component import Component
     from ragbook.pipeline import Pipeline, Prepared
-    from ragbook.readers import Span
+    from ragbook.readers import BaseSpanReader, Span
     from ragbook.retrieval import BaseRetriever
     from ragbook.types import Hit
 
-    class SpanReader(Component):
+    class SpanReader(BaseSpanReader):
         """An extractive reader stand-in: decide() only asks it whether a span is enough."""
 
         def __init__(self, min_span_score=None):
@@ -139,6 +138,11 @@ def _prepared_set():
 
         def search(self, query, k=10, where=None):  # pragma: no cover
             raise AssertionError("decide() must not retrieve")
+
+        def __len__(self):  # pragma: no cover
+            raise AssertionError("decide() must not count the corpus")
+
+        corpus_fingerprint = "unused"
 
     def prep(confidence, doc, span_score):
         hit = Hit(f"{doc}:0-10", confidence, 1, doc_id=doc, text="Refunds take a while.")

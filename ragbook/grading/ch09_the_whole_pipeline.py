@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .. import condense, conflicts, datasets, pipeline, readers
-from ..component import Component
+from .. import condense, conflicts, datasets, pipeline, readers, result
 from ..retrieval import BaseRetriever
 from ..types import Hit
 from .core import Case, Chapter, Mistake, predicted
@@ -14,18 +13,13 @@ from .core import Case, Chapter, Mistake, predicted
 CHAPTER = Chapter("09-the-whole-pipeline")
 
 
-class _SpanReader(Component):
+class _SpanReader(readers.BaseSpanReader):
     """An extractive reader as ``Pipeline.decide`` sees it: once every candidate's best span
-    is known, only whether it ``accepts`` the best one matters."""
+    is known, only whether it ``accepts`` the best one matters (it never reads: ``spans``
+    is ``BaseSpanReader``'s, which raises)."""
 
     def __init__(self, min_span_score=None):
         self.min_span_score = min_span_score
-
-    def hit_spans(self, question, hit):  # never called by decide
-        raise NotImplementedError
-
-    def accepts(self, span) -> bool:
-        return self.min_span_score is None or span.score >= self.min_span_score
 
 
 class _Prepared(BaseRetriever):
@@ -33,6 +27,11 @@ class _Prepared(BaseRetriever):
 
     def search(self, query, k=10, where=None):  # never called by decide
         raise NotImplementedError
+
+    def __len__(self) -> int:
+        return 0
+
+    corpus_fingerprint = "none: never searched"
 
 
 def _prepared(confidence, docs, span_scores):
@@ -90,14 +89,14 @@ _TRACE = [{"name": "condense", "seconds": 0.0, "ids": [], "scores": [], "detail"
     "first of its ids that is a gold id, or None when it passed on no gold id",
     mistakes=(Mistake("ranks counted from 0", "enumerate(ids, 1): the first id has rank 1",
                       lambda trace, gold: {s: r if r is None else r - 1 for s, r in
-                                           pipeline.gold_ranks(trace, gold).items()}),))
+                                           result.gold_ranks(trace, gold).items()}),))
 def gold_ranks_cases():
     """One sample trace against gold ids found early, late, never and in an escalated run."""
     for gold in ({"g:0-9"}, {"a:0-9"}, {"c:0-9", "g:0-9"}, {"z:0-9"}, set()):
-        yield Case((_TRACE, gold), pipeline.gold_ranks(_TRACE, gold))
+        yield Case((_TRACE, gold), result.gold_ranks(_TRACE, gold))
     escalated = _TRACE[:5] + [{"name": "decide", "seconds": 0.0, "ids": [], "scores": [],
                                "detail": {"escalated": "low_confidence"}}]
-    yield Case((escalated, {"a:0-9"}), pipeline.gold_ranks(escalated, {"a:0-9"}))
+    yield Case((escalated, {"a:0-9"}), result.gold_ranks(escalated, {"a:0-9"}))
 
 
 @CHAPTER.exercise(
@@ -119,7 +118,7 @@ def best_threshold_cases():
                     for c, ok in zip(confidences, right, strict=True)]
         questions = [SimpleNamespace(gold=("gold",)) for _ in confidences]
         expected = pipeline.Pipeline(_Prepared(), reader=_SpanReader()).calibrate(
-            prepared, questions, wrong_cost=cost)
+            prepared, questions, wrong_cost=cost).min_confidence
         yield Case((confidences, right, cost), expected)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import datasets
-from ..backends import compare, sizing
+from ..scaling import compare, sizing
 from ..stores import expressions
 from .core import Case, Chapter, Mistake, predicted
 

@@ -1,26 +1,25 @@
 """Readers: turn a question and retrieved hits into an ``Answer``.
 
 * ``readers.extractive`` — ``ExtractiveReader`` points at a span of a passage with a
-  question-answering model; ``SpanReader`` is what every extractive reader shares
+  question-answering model; ``BaseSpanReader`` is what every extractive reader shares
   (``hit_spans``, ``accepts``, ``read``); ``best_span`` and friends are its steps.
 * ``readers.sentence`` — ``SentenceReader`` returns the passage sentence closest to the
   question (the offline extractive reader); ``default_extractive_reader`` is the one each
   profile ships; ``calibrate_min_span_score`` sets a reader's abstention floor.
 * ``readers.grounding`` — the prompt, citations, claims and support checks of a generated
   answer.
-* ``readers.planted`` — sentences a document plants for the model (``instruction_like``,
-  ``planted_spans``), found after Unicode and markup disguises are undone, in ten
-  languages; never an answer, never evidence.
 * ``readers.generative`` — ``GenerativeReader`` writes an answer with a chat model and
   checks what it cites.
 
 Import from here (``from ragbook.readers import SentenceReader``): the modules are how the
-code is laid out, this is the API.
+code is laid out, this is the API. The sentences a document plants for the model
+(``instruction_like``, ``planted_spans``), which are never an answer and never evidence, are
+found by ``ragbook.injection``, not by a reader.
 """
 from .extractive import (
+    BaseSpanReader,
     ExtractiveReader,
     Span,
-    SpanReader,
     answer_or_abstain,
     best_span,
     span_to_characters,
@@ -39,14 +38,6 @@ from .grounding import (
     split_claims,
     support,
 )
-from .planted import (
-    EmbeddingSignal,
-    evidence,
-    instruction_like,
-    normalise,
-    planted_sentences,
-    planted_spans,
-)
 from .sentence import (
     OFFLINE_MIN_SPAN_SCORE,
     OFFLINE_SENTENCE_ENCODER,
@@ -57,7 +48,7 @@ from .sentence import (
 
 __all__ = [
     # extractive span reader
-    "Span", "SpanReader", "ExtractiveReader", "best_span", "span_to_characters",
+    "Span", "BaseSpanReader", "ExtractiveReader", "best_span", "span_to_characters",
     "answer_or_abstain",
     # sentence reader, the shipped default and its floor
     "SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
@@ -66,9 +57,6 @@ __all__ = [
     "NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
     "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
     "support",
-    # planted instructions
-    "instruction_like", "planted_spans", "planted_sentences", "evidence", "normalise",
-    "EmbeddingSignal",
     # generative reader
     "GenerativeReader",
 ]

@@ -15,39 +15,26 @@ question-answering pipeline, so it calls the model):
    substring of the passage — fabrication is impossible by construction;
 5. abstains (``reason="low_confidence"``) when the best score is under ``min_span_score``.
 
-``SpanReader`` is what every extractive reader shares (this one and
+``BaseSpanReader`` is what every extractive reader shares (this one and
 ``readers.SentenceReader``): ``hit_spans``, ``accepts`` and ``read``.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import models
 from ..checks import check_query, check_threshold
 from ..component import Component
-from ..types import Answer, Hit
+from ..types import Answer, Hit, Span
 
-__all__ = ["Span", "SpanReader", "ExtractiveReader", "best_span", "span_to_characters",
+__all__ = ["Span", "BaseSpanReader", "ExtractiveReader", "best_span", "span_to_characters",
            "answer_or_abstain"]
 
 
-@dataclass(frozen=True)
-class Span:
-    """A candidate answer: ``text == context[start:end]``, with its score (p(start)·p(end)
-    for ``ExtractiveReader``, a cosine for ``SentenceReader``) and the id of its hit."""
-
-    text: str
-    start: int
-    end: int
-    score: float
-    source: str = ""
-
-
-class SpanReader(Component):
+class BaseSpanReader(Component):
     """What every extractive reader shares. A subclass defines ``spans(question, context,
     source)`` and stores a ``min_span_score`` setting (None: never abstain); this gives it
     ``hit_spans`` (how a retrieved hit's spans are scored), ``accepts`` (the span floor)
@@ -124,12 +111,14 @@ def best_span(start_logits: np.ndarray, end_logits: np.ndarray, allowed: np.ndar
     return int(i), int(j), float(scores[i, j])
 
 
-class ExtractiveReader(SpanReader):
+class ExtractiveReader(BaseSpanReader):
     """Span extraction with a question-answering model: ``model`` is a ``(model, tokenizer)``
     pair, or None for the ``span_reader`` role of ``profile`` (the active one by default),
     loaded on first use. ``read(question, hits)`` returns the best span over all hits as an
     ``Answer`` whose ``sources`` name the hit it came from; ``min_span_score`` is the floor
     on p(start)·p(end) under which it abstains (None: never)."""
+
+    neutral_settings = frozenset({"batch_size"})   # windows per model call
 
     def __init__(self, model=None, *, max_length: int = 384, overlap: int = 128,
                  max_answer_tokens: int = 30, min_span_score: float | None = None,
@@ -184,8 +173,8 @@ class ExtractiveReader(SpanReader):
                     i, j, score = best_span(starts[w], ends[w], allowed, self.max_answer_tokens)
                     if i < 0:
                         continue
-                    a, z = int(offsets[b + w][i][0]), int(offsets[b + w][j][1])
-                    out.append(Span(context[a:z], a, z, score, source))
+                    text, a, z = span_to_characters(context, offsets[b + w], i, j)
+                    out.append(Span(text, a, z, score, source))
         return out
 
 

@@ -1,7 +1,7 @@
 """The generative reader: a chat model writes the answer, and the code checks what it cites.
 
 The prompt, citation parsing, claim splitting and the support check it uses are in
-``readers.grounding``; the extractive gate it can consult is any ``SpanReader`` with a
+``readers.grounding``; the extractive gate it can consult is any ``BaseSpanReader`` with a
 calibrated ``min_span_score``.
 """
 from __future__ import annotations
@@ -14,12 +14,13 @@ import numpy as np
 
 from ..checks import check_k
 from ..component import Component
+from ..injection import planted_sentences
 from ..llm import default_llm_identity, get_llm
 from ..streaming import Streamed, stream_reply
 from ..text import sentences
 from ..types import Answer, Hit
 from .grounding import (
-    _CITE,
+    CITE,
     NOT_IN_CONTEXT,
     build_messages,
     is_abstention,
@@ -28,7 +29,6 @@ from .grounding import (
     split_claims,
     support,
 )
-from .planted import planted_sentences
 
 __all__ = ["GenerativeReader"]
 
@@ -186,7 +186,7 @@ class GenerativeReader(Component):
         options = [f" [{n}]" for n in range(1, n_passages + 1)]
         done: list[str] = list(before)
         for claim in claims:
-            bare = _CITE.sub("", claim).rstrip(" .") or claim
+            bare = CITE.sub("", claim).rstrip(" .") or claim
             prefix = " ".join(done + [bare])
             n = int(np.argmax(self.llm.score(messages, options, prefix=prefix))) + 1
             done.append(f"{bare} [{n}].")
@@ -197,12 +197,12 @@ class GenerativeReader(Component):
         kept, checks = [], []
         for claim in claims:
             backing = [support(claim, h.text) for h in passages]
-            cited = [n for n in map(int, _CITE.findall(claim)) if 1 <= n <= len(passages)]
+            cited = [n for n in map(int, CITE.findall(claim)) if 1 <= n <= len(passages)]
             best = int(np.argmax(backing)) + 1
             if cited and max(backing[n - 1] for n in cited) >= self.min_support:
                 kept.append(claim)
             elif backing[best - 1] >= self.min_support:
-                kept.append(f"{_CITE.sub('', claim).rstrip(' .')} [{best}].")
+                kept.append(f"{CITE.sub('', claim).rstrip(' .')} [{best}].")
             checks.append({"claim": claim, "cited": cited, "support": backing})
         trace["checks"] = checks
         return kept

@@ -4,7 +4,7 @@ What ``GenerativeReader`` is built from, public so chapter 8 and its graders reu
 piece: the fenced, numbered passages of the prompt (``build_messages``,
 ``number_passages``), the reading order (``order_for_reading``), the citations of a reply
 (``parse_citations``), its claims (``split_claims``), how much of a claim a passage backs
-(``support``). The sentences a passage plants for the model (``readers.planted``) never
+(``support``). The sentences a passage plants for the model (``ragbook.injection``) never
 back a claim.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..bm25 import Tokenizer
+from ..injection import evidence
 from ..text import sentences
 from ..types import Hit
-from .planted import evidence
 
 __all__ = ["NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
            "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
@@ -47,7 +47,8 @@ FEW_SHOT = [
     {"role": "assistant", "content": NOT_IN_CONTEXT},
 ]
 
-_CITE = re.compile(r"\[(\d+)\]")
+#: a citation mark, "[n]" (n the passage number), in a reply or a claim
+CITE = re.compile(r"\[(\d+)\]")
 
 
 def order_for_reading(hits: Sequence[Hit]) -> list[Hit]:
@@ -91,7 +92,7 @@ class Citations:
 def parse_citations(reply: str, hits: Sequence[Hit]) -> Citations:
     """Every ``[n]`` in ``reply``; valid when there is at least one and each n names a
     passage (1..len(hits)); sources are the cited hits' ids, first citation first."""
-    numbers = tuple(int(n) for n in _CITE.findall(reply))
+    numbers = tuple(int(n) for n in CITE.findall(reply))
     ok = bool(numbers) and all(1 <= n <= len(hits) for n in numbers)
     sources = tuple(dict.fromkeys(hits[n - 1].id for n in numbers if 1 <= n <= len(hits)))
     return Citations(numbers, ok, sources)
@@ -127,7 +128,7 @@ def split_claims(reply: str) -> list[str]:
         claims.append(sent)
     seen, out = set(), []
     for claim in claims:
-        key = " ".join(_CITE.sub(" ", claim).lower().split()).strip(" .")
+        key = " ".join(CITE.sub(" ", claim).lower().split()).strip(" .")
         if key and key not in seen:
             seen.add(key)
             out.append(claim)
@@ -143,7 +144,7 @@ def support(claim: str, passage: str) -> float:
     markup normalisation) count for nothing: obeying an injection is not grounding, and a
     claim backed only by one has support 0."""
     tok = Tokenizer()
-    words, found = set(tok(_CITE.sub(" ", claim))), set(tok(evidence(passage)))
+    words, found = set(tok(CITE.sub(" ", claim))), set(tok(evidence(passage)))
     if not words or any(any(c.isdigit() for c in w) and w not in found for w in words):
         return 0.0
     return len(words & found) / len(words)

@@ -16,13 +16,13 @@ from ..embeddings import Encoder
 from ..evaluate import f1_score
 from ..text import sentence_spans
 from ..types import Hit
-from .extractive import ExtractiveReader, Span, SpanReader
+from .extractive import BaseSpanReader, ExtractiveReader, Span
 
 __all__ = ["SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
            "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_SENTENCE_ENCODER"]
 
 
-class SentenceReader(SpanReader):
+class SentenceReader(BaseSpanReader):
     """Extract the passage *sentence* most similar to the question under the bi-encoder.
 
     The honest baseline for a span reader — and, measured on the reader sets' test split
@@ -128,7 +128,7 @@ OFFLINE_SENTENCE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 _SENTENCE_SETTINGS = ("min_span_score", "min_words", "rank_weight")
 
 
-def default_extractive_reader(profile: str | None = None, **settings) -> SpanReader:
+def default_extractive_reader(profile: str | None = None, **settings) -> BaseSpanReader:
     """The extractive reader this profile ships: ``ExtractiveReader`` over the profile's
     ``span_reader`` model when it has one, else (offline) the ``SentenceReader`` that
     measured better than a CPU-fine-tuned QA head.
@@ -153,7 +153,7 @@ def default_extractive_reader(profile: str | None = None, **settings) -> SpanRea
     return ExtractiveReader(profile=profile, **settings)
 
 
-def calibrate_min_span_score(reader: SpanReader, tasks) -> float:
+def calibrate_min_span_score(reader: BaseSpanReader, tasks) -> float:
     """Set ``reader.min_span_score`` (any extractive reader) to the floor that maximises mean
     F1 on ``tasks`` (``ReadingTask``s, unanswerable ones included), and return it. Each
     task's best span is taken over its passages' ``reader.hit_spans``, as ``read`` takes it.

@@ -5,16 +5,11 @@
 there, and serves them over gRPC from a thread of this process) and to a Milvus standalone
 server or cluster when given ``http://host:19530``. Nothing else in this module changes.
 
-One collection holds everything, one row per item::
-
-    id (primary key)  doc_id  text  context_chars  start  end  metadata (JSON)  tuples  seq
-    vector  (FLOAT_VECTOR, FLAT or HNSW index, inner product)
-    sparse  (SPARSE_FLOAT_VECTOR, written by Milvus's BM25 function from ``text``)
-
-so the dense and the keyword index are written by one insert and cannot drift apart.
+One collection holds everything, one row per item (its layout: ``milvus_collection``), so
+the dense and the keyword index are written by one insert and cannot drift apart.
 ``DenseIndex(encoder, MilvusStore(uri))`` uses the ``VectorStore`` protocol (the dense
-field); ``MilvusRetriever`` (``ragbook.milvus``) adds what only Milvus does: BM25 on the
-sparse field (``keyword_search``) and both fused inside Milvus (``hybrid_search``).
+field); ``MilvusRetriever`` (``ragbook.milvus_retriever``) adds what only Milvus does: BM25
+on the sparse field (``keyword_search``) and both fused inside Milvus (``hybrid_search``).
 ``where`` filters become Milvus boolean expressions on the JSON field and run *inside* the
 search (``ragbook.stores.expressions``); a condition that cannot be written is an error,
 never dropped.
@@ -22,25 +17,9 @@ never dropped.
 >>> MilvusStore("milvus/helpcentre.db", index="HNSW")      # settings only: nothing connects yet
 MilvusStore(uri='milvus/helpcentre.db', index='HNSW')
 
-Measured quirks of Milvus Lite 3.2.2 (``tests/test_milvus.py`` pins each one): BM25
-distances come back negative (``-score``; a server returns ``+score``), so scores are
-``abs(distance)``; a reopened collection is not loaded (``open`` loads it); a second process
-opening the same folder fails with a bare "Open local milvus failed" (we say why); Lite
-knows only the ``standard`` and ``jieba`` tokenizers, always lower-cases, and ignores every
-filter but ``stop`` (a server's ``standard`` tokenizer needs the ``lowercase`` filter to
-match); BM25 statistics (IDF, average length) are per segment, not per collection; ``in`` is
-not accepted on JSON paths (``ragbook.stores.expressions``); Lite's BM25 ``k1`` defaults
-to 1.5, Milvus's and ours to 1.2, so it is always set. New rows are searchable by BM25
-without a ``flush`` (Strong consistency), but scored with the statistics of the segment they
-sit in: ``MilvusRetriever.build`` flushes the bulk load into one segment, while a row added
-or upserted later sits in a small segment of its own and gets a near-zero IDF there
-(chapter 11 shows an edited chunk falling out of the BM25 top 20; rebuilding cures it).
-Dense search is unaffected.
-
-Rebuilds switch an alias: each ``create`` is a collection of its own, ``NAME__vN``, and
-``NAME`` is an alias (Milvus Lite has aliases too) moved to it once its rows are written, so
-a failed rebuild leaves the old collection live (``create``). Every row is checked against a
-Milvus server's limits before any is written (``milvus_rows.check_record``).
+Milvus Lite's measured quirks, and how each is met, are noted in ``milvus_collection``, which
+also holds the alias that rebuilds switch. Every row is checked against a Milvus server's
+limits before any is written (``milvus_rows.check_record``).
 
 A Milvus server before 2.5 (tested against the 2.3.5 standalone server of the pip package
 ``milvus``: ``tests/test_milvus_server.py``) has no BM25 function, no sparse vectors and no
@@ -51,10 +30,8 @@ filters are written for it (``expressions.milvus_filter(old_server=True)``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -62,23 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from ..bm25 import STOPWORDS
 from ..checks import check_k, check_vectors
 from ..component import Component, NotBuiltError
 from ..retrieval import corpus_fingerprint
-from .expressions import MATCH_NOTHING, ids_filter, milvus_filter
-from .milvus_lite import (
-    _LOCAL_GRPC,
-    _OPEN,
-    _SCRATCH,
-    MilvusLockedError,
-    _is_local,
-    _locked_elsewhere,
-    _pymilvus,
-    _quiet,
-    _release,
+from ..text import STOPWORDS
+from .expressions import MATCH_NOTHING, milvus_filter
+from .milvus_collection import (
+    builds,
+    check_pointer,
+    count_rows,
+    create_collection,
+    delete_rows,
+    drop_builds_before,
+    live_collection,
+    open_collection,
+    rows_by_id,
+    scan,
+    search_collection,
+    switch_alias,
+    write_pointer,
 )
-from .milvus_rows import _entity, _record, _row, check_record
+from .milvus_lite import MilvusLockedError, import_pymilvus, is_local, open_lite, release
+from .milvus_rows import check_record, from_row, hit_row, to_rows
 
 __all__ = ["MilvusStore", "MilvusLockedError", "MilvusVersionError", "DEFAULT_ANALYZER",
            "MILVUS_STANDARD", "INDEXES", "MAX_K"]
@@ -91,7 +73,6 @@ DEFAULT_ANALYZER = {"tokenizer": "standard",
                     "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS)}]}
 MAX_K = 16_384             # Milvus's ceiling on topk / limit
 INDEXES = ("FLAT", "HNSW")
-FORMAT = "1"
 _OUT = ["doc_id", "text", "context_chars", "start", "end", "metadata", "tuples"]
 
 
@@ -124,7 +105,7 @@ class MilvusStore(Component):
             raise ValueError(f"collection must be a Milvus name (at most 240 letters, digits "
                              f"and _, not starting with a digit), got {collection!r}")
         uri = None if uri is None else os.fspath(uri)
-        if uri is not None and _is_local(uri) and not uri.endswith(".db"):
+        if uri is not None and is_local(uri) and not uri.endswith(".db"):
             raise ValueError(f"uri {uri!r}: a Milvus Lite database is a folder whose name ends "
                              f"in .db (e.g. 'milvus/helpcentre.db'); a server is http://host:19530")
         if analyzer is not None and not isinstance(analyzer, Mapping):
@@ -148,42 +129,15 @@ class MilvusStore(Component):
         return self._client
 
     def _connect(self):
-        pymilvus = _pymilvus()
         uri = getattr(self, "uri_", None) or self.uri
-        if uri is not None and not _is_local(uri):
+        if uri is not None and not is_local(uri):
+            pymilvus = import_pymilvus()
             self.uri_ = uri
             return pymilvus.MilvusClient(uri=uri,
                                          token=self.token or os.environ.get("MILVUS_TOKEN", ""))
-        scratch = None
-        if uri is None:
-            scratch = tempfile.mkdtemp(prefix="ragbook-milvus-")
-            uri = os.path.join(scratch, "milvus.db")
-        folder = os.path.abspath(uri)
-        Path(folder).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            import milvus_lite  # noqa: F401
-        except ModuleNotFoundError as err:
-            raise ModuleNotFoundError('a local Milvus database needs milvus-lite: pip install '
-                                      '"ragbook[milvus]"') from err
-        try:
-            with _quiet("milvus_lite.server_manager"):
-                # no keepalive pings to our own thread: Lite's server answers an idle client's
-                # 10 s pings with GOAWAY "too_many_pings", logged by gRPC on stderr
-                client = pymilvus.MilvusClient(folder, grpc_options=_LOCAL_GRPC)
-        except Exception as err:
-            if folder not in _OPEN and _locked_elsewhere(folder):
-                raise MilvusLockedError(
-                    f"the Milvus Lite database {folder!r} is open in another process, and "
-                    f"Milvus Lite allows one process per database folder. Close the other "
-                    f"process (or its retriever: .close()), work on a copy of the folder, or "
-                    f"serve it once with `milvus-lite server --data-dir {folder}` and connect "
-                    f"every process to http://127.0.0.1:19530") from None
-            raise RuntimeError(f"could not open Milvus Lite at {folder!r}: {err}") from err
-        _OPEN[folder] = _OPEN.get(folder, 0) + 1
-        if scratch:
-            _SCRATCH[folder] = scratch
+        client, folder = open_lite(uri)    # Milvus Lite, served from a thread of this process
         self.uri_ = folder
-        self._closer = weakref.finalize(self, _release, folder)
+        self._closer = weakref.finalize(self, release, folder)
         return client
 
     def close(self) -> None:
@@ -215,41 +169,15 @@ class MilvusStore(Component):
         after that; a failed write, or ``close`` before any write, drops the new collection
         and leaves the old one live and untouched. On a Milvus server before 2.5 the
         collection has no BM25 field (see ``require_bm25``)."""
-        pm = _pymilvus()
+        import_pymilvus()                     # without it: say what to install, first
         dim, c = check_k(dim, "dim"), self.client
         self._abandon()                       # an earlier create of this store, never written
-        live, full = self._physical(), self._full()
-        name = f"{self.collection}__v{max(self._versions().values(), default=0) + 1}"
-        s = pm.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        s.add_field("id", pm.DataType.VARCHAR, is_primary=True, max_length=1024)
-        s.add_field("doc_id", pm.DataType.VARCHAR, max_length=1024)
-        analyzed = ({"enable_analyzer": True,
-                     "analyzer_params": self.analyzer or DEFAULT_ANALYZER} if full else {})
-        s.add_field("text", pm.DataType.VARCHAR, max_length=65_535, **analyzed)
-        for field in ("context_chars", "start", "end", "seq"):
-            s.add_field(field, pm.DataType.INT64)
-        s.add_field("metadata", pm.DataType.JSON)
-        s.add_field("tuples", pm.DataType.VARCHAR, max_length=4096)
-        s.add_field("vector", pm.DataType.FLOAT_VECTOR, dim=dim)
-        ip = c.prepare_index_params()
-        params = ({"M": self.hnsw_m, "efConstruction": self.ef_construction}
-                  if self.index == "HNSW" else {})
-        ip.add_index(field_name="vector", index_type=self.index, metric_type="IP",
-                     params=params)
-        if full:
-            s.add_field("sparse", pm.DataType.SPARSE_FLOAT_VECTOR)
-            s.add_function(pm.Function(name="bm25", function_type=pm.FunctionType.BM25,
-                                       input_field_names=["text"],
-                                       output_field_names=["sparse"]))
-            ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX",
-                         metric_type="BM25",
-                         params={"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b})
-        props = {"ragbook.format": FORMAT, "ragbook.dim": str(dim),
-                 "ragbook.index": self.index,
-                 **{str(k): str(v) for k, v in (properties or {}).items()}}
-        c.create_collection(name, schema=s, index_params=ip, consistency_level="Strong",
-                            properties=props)
-        c.load_collection(name)
+        live, full = live_collection(c, self.collection), self._full()
+        name = f"{self.collection}__v{max(builds(c, self.collection).values(), default=0) + 1}"
+        props = create_collection(c, name, dim, properties, index=self.index,
+                                  hnsw_m=self.hnsw_m, ef_construction=self.ef_construction,
+                                  analyzer=(self.analyzer or DEFAULT_ANALYZER) if full else None,
+                                  bm25_k1=self.bm25_k1, bm25_b=self.bm25_b)
         self.dim_, self.index_, self.properties_, self.bm25_ = dim, self.index, props, full
         self._fingerprint, self._next_seq, self._pending = None, 0, name
         if live is None:                      # nothing to protect: live at once
@@ -262,19 +190,10 @@ class MilvusStore(Component):
         ``FileNotFoundError`` when there is no such collection."""
         c = self.client
         self._abandon()
-        if not c.has_collection(self.collection):
-            raise FileNotFoundError(f"no collection {self.collection!r} at "
-                                    f"{self.uri_ or self.uri!r} (it has "
-                                    f"{c.list_collections()}); build one first")
-        desc = c.describe_collection(self.collection)
-        props = dict(desc.get("properties") or {})
-        if props.get("ragbook.format") != FORMAT:
-            raise ValueError(f"collection {self.collection!r} was not written by this "
-                             f"ragbook (format {props.get('ragbook.format')!r}); rebuild it")
-        c.load_collection(self.collection)
+        props, bm25 = open_collection(c, self.collection, self.uri_ or self.uri)
         self.dim_, self.properties_ = int(props["ragbook.dim"]), props
         self.index_ = props.get("ragbook.index", self.index)
-        self.bm25_ = any(f["name"] == "sparse" for f in desc.get("fields", []))
+        self.bm25_ = bm25
         self._fingerprint = self._next_seq = None
         return self
 
@@ -285,39 +204,15 @@ class MilvusStore(Component):
         published yet, else the alias (so a rebuild elsewhere is seen at once)."""
         return getattr(self, "_pending", None) or self.collection
 
-    def _physical(self) -> str | None:
-        """The collection behind this store's name (the alias's target; the name itself for
-        a collection built before aliases), None when there is none."""
-        c = self.client
-        if not c.has_collection(self.collection):
-            return None
-        return c.describe_collection(self.collection)["collection_name"]
-
-    def _versions(self) -> dict[str, int]:
-        """This name's builds, ``NAME__vN`` -> N."""
-        pattern = re.compile(re.escape(self.collection) + r"__v(\d+)")
-        return {n: int(m[1]) for n in self.client.list_collections()
-                if (m := pattern.fullmatch(n))}
-
     def _publish(self) -> None:
         """Point the name at the collection ``create`` made (one alias switch), then drop
         the collection it replaces and any older build that died before its switch."""
         new = getattr(self, "_pending", None)
         if new is None:
             return
-        c, old = self.client, self._physical()
-        if old == self.collection:   # built before aliases: the name is a real collection
-            c.drop_collection(old)   # (the new one is complete; only the name is missing)
-            old = None
-        if old is None:
-            c.create_alias(new, self.collection)
-        else:
-            c.alter_alias(new, self.collection)
+        switch_alias(self.client, self.collection, new)
         self._pending = None
-        versions = self._versions()
-        for name, n in versions.items():
-            if n < versions.get(new, 0):
-                c.drop_collection(name)
+        drop_builds_before(self.client, self.collection, new)
 
     def _abandon(self) -> None:
         """Drop a collection ``create`` made that no write has published: the live one is
@@ -350,7 +245,7 @@ class MilvusStore(Component):
         """Milvus Lite or a server >= 2.5: a BM25 function, sparse vectors and ``is null``
         (an unreadable version string is taken as new)."""
         uri = getattr(self, "uri_", None) or self.uri
-        if uri is None or _is_local(uri):
+        if uri is None or is_local(uri):
             return True
         m = re.search(r"(\d+)\.(\d+)", self.server_version())
         return m is None or (int(m[1]), int(m[2])) >= (2, 5)
@@ -394,17 +289,11 @@ class MilvusStore(Component):
 
     # -- writing ---------------------------------------------------------------------------
     def _existing(self, ids: Sequence[str], fields=("seq",)) -> dict[str, dict]:
-        out: dict[str, dict] = {}
-        ids = list(ids)
-        for i in range(0, len(ids), 1000):
-            rows = self._ready().query(self._name, filter=ids_filter(ids[i:i + 1000]),
-                                       output_fields=["id", *fields])
-            out.update({r["id"]: r for r in rows})
-        return out
+        return rows_by_id(self._ready(), self._name, ids, fields)
 
     def _seq(self) -> int:
         if getattr(self, "_next_seq", None) is None:
-            seqs = [r["seq"] for r in self._scan(["seq"])]
+            seqs = [r["seq"] for r in scan(self._ready(), self._name, ["seq"])]
             self._next_seq = max(seqs, default=-1) + 1
         return self._next_seq
 
@@ -412,12 +301,6 @@ class MilvusStore(Component):
         for i in range(0, len(rows), self.batch_size):
             getattr(self.client, method)(self._name, rows[i:i + self.batch_size])
         self._fingerprint = None
-
-    def _rows(self, records, vectors, seqs) -> list[dict]:
-        vectors = check_vectors(vectors, self.dim_, len(records))
-        if len({r["id"] for r in records}) != len(records):
-            raise ValueError("the records to write repeat an id; ids must be unique")
-        return [_row(r, v, s) for r, v, s in zip(records, vectors, seqs, strict=True)]
 
     def add(self, records: Sequence[dict], vectors: np.ndarray) -> None:
         """Insert records and their vectors (dense and BM25 in one write); an id already
@@ -429,14 +312,14 @@ class MilvusStore(Component):
                 raise ValueError(f"item id {next(iter(taken))!r} is already in the "
                                  f"collection; use upsert to replace it, or delete it first")
             start = self._seq()
-            rows = self._rows(records, vectors, range(start, start + len(records)))
+            rows = to_rows(records, vectors, range(start, start + len(records)), self.dim_)
             self._write("insert", rows)
         self._next_seq = start + len(records)
 
     def upsert(self, records: Sequence[dict], vectors: np.ndarray) -> tuple[int, int]:
         """Insert new records, replace stored ones with the same id (keeping their place in
         the corpus order); returns (added, replaced). On Milvus Lite the written rows get
-        their own segment's BM25 statistics (see the module notes)."""
+        their own segment's BM25 statistics (see ``milvus_collection``'s notes)."""
         self._ready()
         with self._publishing():
             old = self._existing([r["id"] for r in records])
@@ -444,7 +327,7 @@ class MilvusStore(Component):
             for r in records:
                 seqs.append(old[r["id"]]["seq"] if r["id"] in old else n)
                 n += r["id"] not in old
-            self._write("upsert", self._rows(records, vectors, seqs))
+            self._write("upsert", to_rows(records, vectors, seqs, self.dim_))
         self._next_seq = n
         return len(records) - len(old), len(old)
 
@@ -452,8 +335,7 @@ class MilvusStore(Component):
         """Remove the items with ``ids`` (unknown ids are ignored); return how many went.
         (Milvus's delete by ids echoes the ids it was given, found or not, so we look first.)"""
         found = list(self._existing(list(ids), ()))
-        for i in range(0, len(found), 1000):
-            self.client.delete(self._name, filter=ids_filter(found[i:i + 1000]))
+        delete_rows(self.client, self._name, found)
         if found:
             self._fingerprint = None
         return len(found)
@@ -465,8 +347,7 @@ class MilvusStore(Component):
 
     # -- reading ---------------------------------------------------------------------------
     def __len__(self) -> int:
-        rows = self._ready().query(self._name, filter="", output_fields=["count(*)"])
-        return int(rows[0]["count(*)"])
+        return count_rows(self._ready(), self._name)
 
     def get(self, ids: Sequence[str]) -> list[dict]:
         """The records for ``ids`` in that order; an unknown id is a KeyError naming it."""
@@ -475,24 +356,12 @@ class MilvusStore(Component):
         if missing:
             raise KeyError(f"no item with id {missing[0]!r} in collection {self.collection!r} "
                            f"({len(missing)} unknown ids)")
-        return [_record(rows[i]) for i in ids]
-
-    def _scan(self, fields: list[str]) -> list[dict]:
-        with _quiet("pymilvus.client.iterator.query_iterator"):  # Lite: no session timestamp
-            it = self._ready().query_iterator(self._name, batch_size=1000, filter="",
-                                              output_fields=fields)
-        rows = []
-        try:
-            while batch := it.next():
-                rows += batch
-        finally:
-            it.close()
-        return rows
+        return [from_row(rows[i]) for i in ids]
 
     def records(self) -> list[dict]:
         """Every stored record, in the order the items were first added."""
-        rows = sorted(self._scan([*_OUT, "seq"]), key=lambda r: r["seq"])
-        return [_record(r) for r in rows]
+        rows = sorted(scan(self._ready(), self._name, [*_OUT, "seq"]), key=lambda r: r["seq"])
+        return [from_row(r) for r in rows]
 
     @property
     def corpus_fingerprint(self) -> str:
@@ -510,30 +379,13 @@ class MilvusStore(Component):
         k = min(check_k(k), MAX_K)
         if expr == MATCH_NOTHING:
             return [[] for _ in data]
-        c, out = self._ready(), [] if ids_only else _OUT
         if field == "hybrid":
-            pm = _pymilvus()
-            depth = min(max(extra["depth"], k), MAX_K)
-            reqs = [pm.AnnSearchRequest(data=extra["vectors"], anns_field="vector",
-                                        param=self._dense_params(depth), limit=depth,
-                                        expr=expr or None),
-                    pm.AnnSearchRequest(data=data, anns_field="sparse", param={},
-                                        limit=depth, expr=expr or None)]
-            res = c.hybrid_search(self._name, reqs, ranker=pm.RRFRanker(extra["rrf_k"]),
-                                  limit=k, output_fields=out)
-        else:
-            params = self._dense_params(k) if field == "vector" else {}
-            res = c.search(self._name, data=data, anns_field=field, filter=expr,
-                           limit=k, output_fields=out, search_params=params)
-        # BM25: Milvus Lite returns -score, a Milvus server +score; a BM25 score is >= 0
-        fix = abs if field == "sparse" else float
-        row = (lambda h: h["id"]) if ids_only else (lambda h: _record(_entity(h)))
-        return [[(row(h), fix(float(h["distance"]))) for h in hits] for hits in res]
-
-    def _dense_params(self, k: int) -> dict:
-        if self.index_ == "HNSW":  # a graph search returns at most ef results: explore >= k
-            return {"metric_type": "IP", "params": {"ef": max(self.ef_search, k)}}
-        return {"metric_type": "IP"}
+            extra["depth"] = min(max(extra["depth"], k), MAX_K)
+        found = search_collection(self._ready(), self._name, field, data, k, expr,
+                                  output_fields=[] if ids_only else _OUT, index=self.index_,
+                                  ef_search=self.ef_search, **extra)
+        row = (lambda h: h["id"]) if ids_only else (lambda h: from_row(hit_row(h)))
+        return [[(row(h), score) for h, score in hits] for hits in found]
 
     def search(self, vectors: np.ndarray, k: int, where: Mapping[str, Any] | None = None
                ) -> tuple[list[list[str]], list[np.ndarray]]:
@@ -582,19 +434,13 @@ class MilvusStore(Component):
                              "MILVUS_TOKEN environment variable instead")
         self._publish()
         self.flush()
-        (Path(folder) / "milvus.json").write_text(json.dumps(
-            {"uri": self.uri, "collection": self.collection, "count": len(self)}),
-            encoding="utf-8")
+        write_pointer(folder, self.uri, self.collection, len(self))
 
     def read(self, folder: Path) -> MilvusStore:
         """Reopen the collection a saved ``milvus.json`` in ``folder`` points to (this store's
         settings are the saved ones); returns the store. ``FileNotFoundError`` when the
         collection is gone."""
-        saved = json.loads((Path(folder) / "milvus.json").read_text(encoding="utf-8"))
-        if (saved["uri"], saved["collection"]) != (self.uri, self.collection):
-            raise ValueError(f"{str(folder)!r} points to collection {saved['collection']!r} at "
-                             f"{saved['uri']!r}, not this store's {self.collection!r} at "
-                             f"{self.uri!r}")
+        check_pointer(folder, self.uri, self.collection)
         return self.open()
 
     def _repr_state(self) -> str:

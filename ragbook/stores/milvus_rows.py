@@ -16,12 +16,16 @@ ValueError: item 'a': metadata['n'] = 18446744073709551616 is outside Milvus's i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..checks import check_vectors
 from ..retrieval import index_text
+
+__all__ = ["check_record", "to_row", "to_rows", "from_row", "hit_row", "VARCHAR_BYTES",
+           "JSON_BYTES", "INT64"]
 
 #: field -> the most UTF-8 bytes a Milvus server stores in it (the schema's max_length)
 VARCHAR_BYTES = {"id": 1024, "doc_id": 1024, "text": 65_535, "tuples": 4096}
@@ -75,7 +79,9 @@ def check_record(rec: Mapping[str, Any]) -> dict:
     return fields
 
 
-def _row(rec: Mapping[str, Any], vector: np.ndarray, seq: int) -> dict:
+def to_row(rec: Mapping[str, Any], vector: np.ndarray, seq: int) -> dict:
+    """The collection row for record ``rec`` with its ``vector`` at corpus position ``seq``
+    (checked by ``check_record``)."""
     context = rec.get("context") or ""
     return {**check_record(rec), "context_chars": len(context),
             "start": -1 if rec.get("start") is None else rec["start"],
@@ -83,7 +89,18 @@ def _row(rec: Mapping[str, Any], vector: np.ndarray, seq: int) -> dict:
             "seq": seq, "vector": vector.tolist()}
 
 
-def _record(row: Mapping[str, Any]) -> dict:
+def to_rows(records: Sequence[Mapping[str, Any]], vectors, seqs, dim: int) -> list[dict]:
+    """The rows for ``records`` with their ``vectors`` (checked: ``dim``-d, one per record)
+    at corpus positions ``seqs``; ``ValueError`` when an id repeats."""
+    vectors = check_vectors(vectors, dim, len(records))
+    if len({r["id"] for r in records}) != len(records):
+        raise ValueError("the records to write repeat an id; ids must be unique")
+    return [to_row(r, v, s) for r, v, s in zip(records, vectors, seqs, strict=True)]
+
+
+def from_row(row: Mapping[str, Any]) -> dict:
+    """The record a collection row was written from (``to_row`` undone): context split off
+    the text again, tuple-valued metadata restored, -1 offsets back to None."""
     body, n = row["text"], row["context_chars"]
     tuples = set(json.loads(row["tuples"] or "[]"))
     md = {k: tuple(v) if k in tuples else v for k, v in (row["metadata"] or {}).items()}
@@ -95,7 +112,7 @@ def _record(row: Mapping[str, Any]) -> dict:
     return rec
 
 
-def _entity(hit: Mapping[str, Any]) -> dict:
+def hit_row(hit: Mapping[str, Any]) -> dict:
     """A search hit's row (pymilvus nests output fields under ``entity``)."""
     row = dict(hit.get("entity") or {})
     row["id"] = hit.get("id", row.get("id"))

@@ -12,7 +12,7 @@ import numpy as np
 from .. import chunking, evaluate
 from ..checks import check_k
 from ..expansion import SentenceWindowRetriever
-from ..pipeline import outcome
+from ..result import count_outcomes
 from ..types import Document
 
 __all__ = ["varied", "threshold_counts", "threshold_curve", "ThresholdExplorer",
@@ -47,13 +47,8 @@ def threshold_counts(pipeline, prepared: Sequence, questions: Sequence, min_conf
     thresholds (``varied``): exactly what ``Pipeline.ask`` of that copy would do, without
     retrieving again."""
 
-    if len(prepared) != len(questions):
-        raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
-                         f"{len(questions)}")
     p = varied(pipeline, min_confidence, min_span_score, min_rerank_score)
-    counts = {"right": 0, "wrong": 0, "escalated": 0}
-    for prep, q in zip(prepared, questions, strict=True):
-        counts[outcome(p.decide(prep), q.gold)] += 1
+    counts = count_outcomes(p, prepared, questions)
     return {"min_confidence": min_confidence, "n": len(questions), **counts}
 
 

@@ -17,20 +17,19 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
-from .http_guards import (
-    _LINGER_S,
-    _CappedServer,
-    _check_names,
-    _check_positive,
-    _Deadline,
-    _DeadlineReader,
-    _host_problem,
-    _is_loopback,
-    _origin_problem,
-    _split_host,
+from ..llm import check_messages, preview
+from ..streaming import stream_reply
+from .guards import (
+    LINGER_S,
+    CappedServer,
+    DeadlineExceeded,
+    DeadlineReader,
+    check_allowed_hosts,
+    check_allowed_origins,
+    check_positive,
+    is_loopback,
+    split_host,
 )
-from .llm import _check, _preview
-from .streaming import stream_reply
 
 __all__ = ["ChatServer"]
 
@@ -56,9 +55,9 @@ def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str], bool
     if not isinstance(req, dict) or not isinstance(req.get("messages"), list) \
             or not all(isinstance(m, dict) for m in req["messages"]):
         raise _BadRequest(400, "'messages' must be a list of {'role': ..., 'content': ...} "
-                               f"objects, got {_preview(json.dumps(req), 120)}")
+                               f"objects, got {preview(json.dumps(req), 120)}")
     try:
-        messages = _check(req["messages"])
+        messages = check_messages(req["messages"])
     except ValueError as err:
         raise _BadRequest(400, str(err)) from err
     max_tokens, stop = req.get("max_tokens"), req.get("stop")
@@ -174,14 +173,12 @@ class ChatServer:
                 or max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be an int >= 1, got {max_request_bytes!r}; "
                              "e.g. max_request_bytes=1_000_000")
-        self.max_connections = _check_positive("max_connections", max_connections, int, "16")
-        self.request_timeout = float(_check_positive("request_timeout", request_timeout,
+        self.max_connections = check_positive("max_connections", max_connections, int, "16")
+        self.request_timeout = float(check_positive("request_timeout", request_timeout,
                                                      (int, float), "30.0"))
-        self.allowed_hosts = _check_names("allowed_hosts", allowed_hosts, "myhost.lan",
-                                          _host_problem)
-        self.allowed_origins = _check_names("allowed_origins", allowed_origins,
-                                            "https://app.example", _origin_problem)
-        if not _is_loopback(host):
+        self.allowed_hosts = check_allowed_hosts(allowed_hosts)
+        self.allowed_origins = check_allowed_origins(allowed_origins)
+        if not is_loopback(host):
             warnings.warn(f"ChatServer host={host!r} is not a loopback address: anyone who can "
                           "reach this port can use the model. Use host='127.0.0.1' unless you "
                           "mean it (and then set api_key=)", UserWarning, stacklevel=2)
@@ -192,7 +189,7 @@ class ChatServer:
             self._hosts.add(host.strip("[]").lower())             # name is no rebinding
         self._origins = {o.rstrip("/").lower() for o in self.allowed_origins or ()}
         self._lock = threading.Lock()  # one generation at a time: the model is not re-entrant
-        self._httpd = _CappedServer((host, port), self._handler(), self)
+        self._httpd = CappedServer((host, port), self._handler(), self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -213,9 +210,9 @@ class ChatServer:
             return
         port = str(self._httpd.server_address[1])
         values = headers.get_all("Host") or []
-        parsed = _split_host(values[0]) if len(values) == 1 else None
+        parsed = split_host(values[0]) if len(values) == 1 else None
         if parsed is not None and parsed[1] in (None, port) \
-                and (_is_loopback(parsed[0]) or parsed[0] in self._hosts):
+                and (is_loopback(parsed[0]) or parsed[0] in self._hosts):
             return
         shown = values[0] if len(values) == 1 else values
         name = parsed[0] if parsed else "myhost.lan"
@@ -231,10 +228,10 @@ class ChatServer:
         for origin in headers.get_all("Origin") or []:
             key = origin.strip().rstrip("/").lower()
             parts = urlsplit(key)
-            netloc = _split_host(parts.netloc) if parts.netloc else None
+            netloc = split_host(parts.netloc) if parts.netloc else None
             if "*" in self._origins or key in self._origins or (
                     parts.scheme in ("http", "https") and netloc is not None
-                    and _is_loopback(netloc[0]) and not parts.path):
+                    and is_loopback(netloc[0]) and not parts.path):
                 continue
             raise _BadRequest(403, f"Origin {origin!r} is not a loopback origin: a web page from "
                                    "another site may not use this model. Call it from a script "
@@ -296,14 +293,14 @@ class ChatServer:
             def setup(self):
                 super().setup()
                 self.rfile.close()
-                self.rfile = _DeadlineReader(self.connection)
+                self.rfile = DeadlineReader(self.connection)
 
             def handle_one_request(self):
                 self.rfile.start(server.request_timeout)
                 self.requestline, self.command, self.request_version = "", None, "HTTP/1.0"
                 try:
                     super().handle_one_request()
-                except _Deadline:
+                except DeadlineExceeded:
                     self.close_connection, self._linger = True, True
                     if self.request_version == "HTTP/0.9":
                         self.request_version = "HTTP/1.0"
@@ -322,7 +319,7 @@ class ChatServer:
                     super().finish()
                     if self._linger:         # drain briefly so the close is not a reset
                         self.connection.shutdown(socket.SHUT_WR)
-                        until = time.monotonic() + _LINGER_S
+                        until = time.monotonic() + LINGER_S
                         while (left := until - time.monotonic()) > 0:
                             self.connection.settimeout(left)
                             if not self.connection.recv(65536):

@@ -1,7 +1,8 @@
-"""What a localhost HTTP server refuses, for ``ragbook.server.ChatServer``: a ``Host`` or
+"""What a localhost HTTP server refuses, for ``ragbook.serving.ChatServer``: a ``Host`` or
 ``Origin`` that is not loopback (DNS rebinding, a cross-site page), more connections than its
 cap (answered 503 from the accepting thread), and a request that does not arrive whole within
-its deadline (a trickling or silent client, answered 408)."""
+its deadline (a trickling or silent client, answered 408); and the checks of the settings
+that configure those guards."""
 from __future__ import annotations
 
 import ipaddress
@@ -13,19 +14,20 @@ import time
 from http.server import ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__: list[str] = []   # internals of ChatServer
+__all__ = ["LINGER_S", "DeadlineExceeded", "DeadlineReader", "CappedServer", "is_loopback",
+           "split_host", "check_allowed_hosts", "check_allowed_origins", "check_positive"]
 
-_LINGER_S = 0.5          # how long a refused connection is drained before it is closed
+LINGER_S = 0.5           # how long a refused connection is drained before it is closed
 _MAX_LINGERING = 64      # refused sockets awaiting their close at once (beyond: closed at once)
 
 
 
-class _Deadline(Exception):
+class DeadlineExceeded(Exception):
     """The client did not send its whole request within ``request_timeout`` seconds. Not an
     ``OSError``: ``BaseHTTPRequestHandler`` swallows socket timeouts without answering."""
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     """``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
     if host.lower() == "localhost":
         return True
@@ -35,7 +37,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _split_host(value: str) -> tuple[str, str | None] | None:
+def split_host(value: str) -> tuple[str, str | None] | None:
     """(host, port or None) of a ``Host`` header or an origin's netloc (``[::1]:8000``,
     ``localhost``); None when it is malformed. The host is lower-cased, brackets removed."""
     value = value.strip().lower()
@@ -77,6 +79,7 @@ def _check_names(name: str, values, example: str, check) -> tuple[str, ...] | No
 
 
 def _host_problem(value: str) -> str | None:
+    """Why ``value`` is not an allowed host entry, or None when it is one (or ``*``)."""
     if value == "*":
         return None
     if not value or any(c in value for c in "/ \t@?#"):
@@ -91,16 +94,32 @@ def _host_problem(value: str) -> str | None:
 
 
 def _origin_problem(value: str) -> str | None:
+    """Why ``value`` is not an allowed origin entry, or None when it is one (or ``*``)."""
     if value == "*":
         return None
     parts = urlsplit(value.rstrip("/"))
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.path \
-            or parts.query or parts.fragment or _split_host(parts.netloc) is None:
+            or parts.query or parts.fragment or split_host(parts.netloc) is None:
         return "is not an origin (scheme://host[:port], no path)"
     return None
 
 
-def _check_positive(name: str, value, kind, example: str):
+def check_allowed_hosts(values) -> tuple[str, ...] | None:
+    """A server's ``allowed_hosts`` setting checked: None, or host names or addresses with
+    no scheme, path or port (``"*"``: any); ``ValueError`` naming the bad entry otherwise."""
+    return _check_names("allowed_hosts", values, "myhost.lan", _host_problem)
+
+
+def check_allowed_origins(values) -> tuple[str, ...] | None:
+    """A server's ``allowed_origins`` setting checked: None, or origins
+    (``scheme://host[:port]``, no path; ``"*"``: any); ``ValueError`` naming the bad entry
+    otherwise."""
+    return _check_names("allowed_origins", values, "https://app.example", _origin_problem)
+
+
+def check_positive(name: str, value, kind, example: str):
+    """``value`` when it is a ``kind`` above 0 (and finite); ``ValueError`` naming the setting
+    ``name``, the rule and ``example`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, kind) \
             or (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
         what = "an int >= 1" if kind is int else "a positive, finite number of seconds"
@@ -116,27 +135,29 @@ def _error_bytes(status: int, reason: str, message: str, kind: str) -> bytes:
     return head.encode() + body
 
 
-class _DeadlineReader:
+class DeadlineReader:
     """The handler's ``rfile``: reads the socket, but the whole request (line, headers and
     body) must arrive before ``start(seconds)``'s deadline — each ``recv`` waits only for the
-    time left, so a client trickling one byte a second is still cut. ``_Deadline`` when late."""
+    time left, so a client trickling one byte a second is still cut. ``DeadlineExceeded``
+    when late."""
 
     def __init__(self, sock: socket.socket):
         self._sock, self._buf, self._deadline = sock, bytearray(), math.inf
 
     def start(self, seconds: float) -> None:
+        """Start a request's clock: all of it must arrive within ``seconds`` from now."""
         self._deadline = time.monotonic() + seconds
 
     def _fill(self) -> bool:
         """Receive more bytes; False at the end of the stream."""
         left = self._deadline - time.monotonic()
         if left <= 0:
-            raise _Deadline
+            raise DeadlineExceeded
         self._sock.settimeout(left)
         try:
             data = self._sock.recv(65536)
         except TimeoutError:
-            raise _Deadline from None
+            raise DeadlineExceeded from None
         self._buf += data
         return bool(data)
 
@@ -146,6 +167,7 @@ class _DeadlineReader:
         return out
 
     def readline(self, limit: int = -1) -> bytes:
+        """One line, ``\\n`` included (at most ``limit`` bytes); shorter at the stream's end."""
         while True:
             end = self._buf.find(b"\n")
             if end >= 0 and (limit < 0 or end < limit):
@@ -154,15 +176,17 @@ class _DeadlineReader:
                 return self._take(len(self._buf) if limit < 0 else limit)
 
     def read(self, n: int | None = -1) -> bytes:
+        """``n`` bytes (None or negative: to the stream's end); shorter at the stream's end."""
         while (n is None or n < 0 or len(self._buf) < n) and self._fill():
             pass
         return self._take(len(self._buf) if n is None or n < 0 else n)
 
     def close(self) -> None:
+        """Drop what was received and not read (the socket is the handler's to close)."""
         self._buf.clear()
 
 
-class _CappedServer(ThreadingHTTPServer):
+class CappedServer(ThreadingHTTPServer):
     """A ``ThreadingHTTPServer`` that serves at most ``chat.max_connections`` connections at
     once: one more is answered 503 from the accepting thread (no thread is started for it)
     and closed after a short drain."""
@@ -174,6 +198,7 @@ class _CappedServer(ThreadingHTTPServer):
 
     @property
     def active_connections(self) -> int:
+        """Connections being served now (the generating one included)."""
         return self._active
 
     def _release(self) -> None:
@@ -181,6 +206,7 @@ class _CappedServer(ThreadingHTTPServer):
             self._active -= 1
 
     def process_request(self, request, client_address):
+        """Serve ``request`` on a thread of its own, or refuse it (503) when at the cap."""
         with self._count_lock:
             full = self._active >= self._chat.max_connections
             if not full:
@@ -194,6 +220,7 @@ class _CappedServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request, client_address):
+        """Serve ``request`` (on its thread), then count its connection as gone."""
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -214,11 +241,13 @@ class _CappedServer(ThreadingHTTPServer):
             return request.close()
         # closed a little later (service_actions), after draining what the client sent, so
         # that unread request bytes do not turn the close into a reset that loses the 503
-        self._lingering.append((time.monotonic() + _LINGER_S, request))
+        self._lingering.append((time.monotonic() + LINGER_S, request))
         while len(self._lingering) > _MAX_LINGERING:
             self._lingering.pop(0)[1].close()
 
     def service_actions(self):
+        """Between requests: close the refused sockets whose clients closed or whose drain
+        time is over."""
         super().service_actions()
         now, keep = time.monotonic(), []
         for until, sock in self._lingering:
@@ -236,6 +265,7 @@ class _CappedServer(ThreadingHTTPServer):
         self._lingering = keep
 
     def server_close(self):
+        """Close the listening socket and every refused socket still draining."""
         super().server_close()
         for _, sock in self._lingering:
             sock.close()
