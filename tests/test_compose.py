@@ -197,15 +197,10 @@ def test_a_copy_with_other_settings_leaves_the_original_alone():
 
 
 # -- the pipeline uses the retriever's own settings -----------------------------------------
-@pytest.fixture(scope="module")
-def chunks():
-    return chunk_documents(HC.documents, size=256, overlap=32)
-
-
-def test_the_pipeline_asks_each_channel_for_the_hybrids_own_depth(chunks):
-    assert len(chunks) > 40
+def test_the_pipeline_asks_each_channel_for_the_hybrids_own_depth(hc_chunks):
+    assert len(hc_chunks) > 40
     hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index(), depth=20, rrf_k=5)
-    hybrid.build(chunks)
+    hybrid.build(hc_chunks)
     p = Pipeline(hybrid, reader=SentenceReader(min_span_score=None))
     prep = p.prepare("how long is the refund window for enterprise contracts?")
     stages = {s.name: s for s in prep.trace}
@@ -217,15 +212,15 @@ def test_the_pipeline_asks_each_channel_for_the_hybrids_own_depth(chunks):
     assert [h.id for h in prep.candidates] == [h.id for h in fused][:p.keep]
 
 
-def test_the_hybrids_floor_applies_inside_the_pipeline(chunks):
+def test_the_hybrids_floor_applies_inside_the_pipeline(hc_chunks):
     hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index(), depth=20, rrf_k=5,
-                             min_rrf=0.9).build(chunks)
+                             min_rrf=0.9).build(hc_chunks)
     r = Pipeline(hybrid).ask("how long is the refund window for enterprise contracts?")
     assert r.escalated and r.reason == "no_candidates"                 # nothing clears 0.9
 
 
-def test_a_threshold_is_only_compared_with_its_own_quantity(chunks):
-    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
+def test_a_threshold_is_only_compared_with_its_own_quantity(hc_hybrid):
+    hybrid = hc_hybrid
     assert Pipeline(hybrid).confidence_kind == "cosine"
     assert Pipeline(hybrid.bm25).confidence_kind == "bm25"
     with pytest.raises(ValueError, match="a cosine threshold.*bm25 score"):
@@ -262,8 +257,8 @@ class _Fused(BaseRetriever):
         return self.hybrid.corpus_fingerprint
 
 
-def test_an_rrf_confidence_is_never_compared_with_a_cosine_threshold(chunks):
-    fused = _Fused(HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks))
+def test_an_rrf_confidence_is_never_compared_with_a_cosine_threshold(hc_hybrid):
+    fused = _Fused(hc_hybrid)
     with pytest.raises(ValueError, match="outside what this pipeline's confidence can be"):
         Pipeline(fused, min_confidence=0.5)
     with pytest.raises(ValueError, match="a cosine threshold.*rrf score"):
@@ -272,8 +267,8 @@ def test_an_rrf_confidence_is_never_compared_with_a_cosine_threshold(chunks):
     assert set(CONFIDENCE_KINDS) == {"cosine", "bm25", "rrf", "rerank"}
 
 
-def test_the_threshold_widget_moves_the_one_rerank_cut(chunks):
-    hybrid = HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
+def test_the_threshold_widget_moves_the_one_rerank_cut(hc_hybrid):
+    hybrid = hc_hybrid
     pipeline = Pipeline(hybrid, reranker=CrossEncoderReranker(), candidates=20)
     questions = HC.split("dev")[:8]
     prepared = [pipeline.prepare(*with_history(q)) for q in questions]
@@ -290,8 +285,8 @@ def test_the_threshold_widget_moves_the_one_rerank_cut(chunks):
 
 
 # -- caches key on fingerprints --------------------------------------------------------------
-def test_two_hybrids_with_other_settings_do_not_share_a_cache(chunks, tmp_path):
-    dense, bm25 = DenseIndex(Encoder()).build(chunks), BM25Index().build(chunks)
+def test_two_hybrids_with_other_settings_do_not_share_a_cache(hc_chunks, tmp_path):
+    dense, bm25 = DenseIndex(Encoder()).build(hc_chunks), BM25Index().build(hc_chunks)
     a = CachedRetriever(HybridRetriever(dense, bm25, depth=100), path=tmp_path / "c.sqlite")
     b = CachedRetriever(HybridRetriever(dense, bm25, depth=5), path=tmp_path / "c.sqlite")
     q = "how long is the refund window for enterprise contracts?"

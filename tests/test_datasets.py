@@ -17,11 +17,6 @@ DEPARTMENTS = {"billing", "account", "technical", "api", "integrations", "securi
 
 
 @pytest.fixture(scope="module")
-def hc():
-    return load_helpcentre()
-
-
-@pytest.fixture(scope="module")
 def py():
     return load_pydocs()
 

@@ -2,20 +2,13 @@ import numpy as np
 import pytest
 
 from ragbook import Encoder
-from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex, EncoderMismatchError, NotBuiltError, matches
 from ragbook.stores import FaissStore
 
 
 @pytest.fixture(scope="module")
-def chunks():
-    return chunk_documents(load_helpcentre().documents, size=256, overlap=32)
-
-
-@pytest.fixture(scope="module")
-def index(chunks):
-    return DenseIndex(Encoder()).build(chunks)
+def index(hc_chunks):
+    return DenseIndex(Encoder()).build(hc_chunks)
 
 
 def test_filter_inside_the_search_keeps_k_where_postfilter_finds_nothing(index):
@@ -34,11 +27,11 @@ def test_min_cosine_can_return_fewer_or_nothing(index):
     assert index.search("refund window for enterprise", k=10, min_cosine=1.01) == []
 
 
-def test_exact_search_equals_numpy_brute_force(index, chunks):
+def test_exact_search_equals_numpy_brute_force(index, hc_chunks):
     enc = index.encoder
-    X = enc.encode_passages([c.text for c in chunks])
+    X = enc.encode_passages([c.text for c in hc_chunks])
     q = enc.encode_queries(["my dashboard is stuck loading"])[0]
-    expected = [chunks[i].id for i in np.argsort(-(X @ q))[:10]]
+    expected = [hc_chunks[i].id for i in np.argsort(-(X @ q))[:10]]
     assert [h.id for h in index.search("my dashboard is stuck loading", k=10)] == expected
 
 
@@ -60,9 +53,9 @@ def test_a_different_query_encoder_is_refused(index, tmp_path):
         other.search("refunds", k=3)
 
 
-def test_hnsw_is_close_to_exact(index, chunks):
+def test_hnsw_is_close_to_exact(index, hc_chunks):
     approx = DenseIndex(index.encoder, FaissStore(kind="hnsw", ef_search=64)).build(
-        chunks, vectors=index.encoder.encode_passages([c.text for c in chunks]))
+        hc_chunks, vectors=index.encoder.encode_passages([c.text for c in hc_chunks]))
     qs = ["refund window", "ERR_CONN_4021 on the hub", "export tickets to csv", "sso setup"]
     overlap = np.mean([len({h.id for h in approx.search(q, 10)}
                            & {h.id for h in index.search(q, 10)}) / 10
@@ -71,13 +64,13 @@ def test_hnsw_is_close_to_exact(index, chunks):
     assert len(approx.search("refunds", k=5, where={"department": "billing"})) == 5
 
 
-def test_build_checks_its_inputs(chunks):
+def test_build_checks_its_inputs(hc_chunks):
     with pytest.raises(ValueError, match="unit length"):
-        DenseIndex().build(chunks[:2], vectors=np.ones((2, 384), dtype=np.float32))
+        DenseIndex().build(hc_chunks[:2], vectors=np.ones((2, 384), dtype=np.float32))
     with pytest.raises(ValueError, match="2 vectors for 3 items"):
-        DenseIndex().build(chunks[:3], vectors=np.eye(2, 384, dtype=np.float32))
+        DenseIndex().build(hc_chunks[:3], vectors=np.eye(2, 384, dtype=np.float32))
     with pytest.raises(ValueError, match="unique"):
-        DenseIndex().build([chunks[0], chunks[0]])
+        DenseIndex().build([hc_chunks[0], hc_chunks[0]])
     with pytest.raises(NotBuiltError, match="build"):
         DenseIndex().search("x")
     with pytest.raises(ValueError, match="kind must be"):

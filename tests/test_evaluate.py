@@ -3,8 +3,7 @@ from fractions import Fraction
 import pytest
 
 from ragbook import Encoder
-from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre, load_pydocs
+from ragbook.datasets import load_pydocs
 from ragbook.dense import DenseIndex
 from ragbook.evaluate import (
     bootstrap_ci,
@@ -84,10 +83,9 @@ def test_paired_tests_see_a_real_difference_and_no_difference():
 
 
 @pytest.fixture(scope="module")
-def real_runs():
+def real_runs(hc, hc_chunks):
     """Dense runs on both labelled sets (pydocs: FAQ answers plus 1,500 other sections)."""
-    hc = load_helpcentre()
-    index = DenseIndex(Encoder()).build(chunk_documents(hc.documents, size=256, overlap=32))
+    index = DenseIndex(Encoder()).build(hc_chunks)
     qs = [(q.id, q.standalone) for q in hc.split("dev") if q.gold]
     runs = [(hc.qrels("dev"), retrieve_run(index, qs, k=20)),
             (hc.qrels("dev"), retrieve_run(index, qs, k=20, level="chunk"))]

@@ -9,20 +9,17 @@ import random
 import subprocess
 import sys
 import textwrap
-from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
 from ragbook import Encoder
 from ragbook.bm25 import BM25Index, Tokenizer
-from ragbook.chunking import chunk_documents
 from ragbook.component import NotBuiltError
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import paired_bootstrap, per_query, retrieve_run
 from ragbook.filters import matches
-from ragbook.fusion import HybridRetriever
 from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.retrieval import records_from
 from ragbook.scaling import bytes_per_vector, hnsw_graph_bytes, shards_needed
@@ -36,8 +33,6 @@ from ragbook.stores import (
 )
 from ragbook.types import Chunk, Document
 
-HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
-needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason='needs pip install "ragbook[milvus]"')
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)  # expected errors log tracebacks
 
 
@@ -183,7 +178,7 @@ def filter_store():
     store.close()
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_milvus_filters_select_exactly_what_matches_selects(filter_store):
     """300 random filters over tricky metadata (quotes, backslashes, newlines, numbers vs
     strings, bools, None, missing keys, lists, tuples): Milvus's search, filtered inside,
@@ -198,7 +193,7 @@ def test_milvus_filters_select_exactly_what_matches_selects(filter_store):
         assert set(ids[0]) == expected, (where, milvus_filter(where))
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_store_add_get_upsert_delete():
     items = [Chunk(id=f"d:{i}-{i + 5}", doc_id="d", text=f"txt{i:02d}", start=i, end=i + 5,
                    metadata={"tags": ("a", "b"), "n": i}) for i in range(0, 30, 10)]
@@ -225,7 +220,7 @@ def test_store_add_get_upsert_delete():
         assert len(store) == 3 and store.delete(["d:0-5"]) == 0
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_ids_with_quotes_and_backslashes():
     """pymilvus's get/delete by id write the ids into an expression unescaped; ours escape."""
     docs = [Document('say "hi"', "a b"), Document("back\\slash", "c d"),
@@ -238,10 +233,10 @@ def test_ids_with_quotes_and_backslashes():
         assert store.delete([docs[0].id, docs[1].id]) == 2 and len(store) == 2
 
 
-@needs_milvus
-def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, chunks, encoder):
+@pytest.mark.needs_milvus
+def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, hc_chunks, encoder):
     uri = tmp_path / "helpcentre.db"
-    built = MilvusRetriever(encoder, MilvusStore(uri), mode="dense").build(chunks[:40])
+    built = MilvusRetriever(encoder, MilvusStore(uri), mode="dense").build(hc_chunks[:40])
     before = [h.id for h in built.search("refund window", k=5)]
     fp = built.corpus_fingerprint
     built.close()
@@ -259,7 +254,7 @@ def test_retriever_reopens_from_disk_and_checks_the_encoder(tmp_path, chunks, en
         MilvusRetriever.open(MilvusStore(uri, "nope"), encoder)
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_a_second_process_is_told_about_the_one_process_lock(tmp_path):
     uri = str(tmp_path / "locked.db")
     with MilvusStore(uri) as store:
@@ -279,7 +274,7 @@ def test_a_second_process_is_told_about_the_one_process_lock(tmp_path):
         assert len(again.open()) == 0
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_milvus_lite_quirks_we_rely_on(tmp_path):
     """Each quirk the backend works around, checked on the raw client: if one goes away in
     a newer Milvus Lite, this test says which workaround to revisit."""
@@ -327,26 +322,21 @@ def encoder():
 
 
 @pytest.fixture(scope="module")
-def chunks():
-    return chunk_documents(load_helpcentre().documents, size=256, overlap=32)
-
-
-@pytest.fixture(scope="module")
-def helpcentre_pair(chunks, encoder):
-    ours = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
-    milvus = MilvusRetriever(encoder).build(chunks)
+def helpcentre_pair(hc_chunks, hc_hybrid, encoder):
+    ours = hc_hybrid
+    milvus = MilvusRetriever(encoder).build(hc_chunks)
     yield ours, milvus
     milvus.close()
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_same_corpus_fingerprint(helpcentre_pair):
     ours, milvus = helpcentre_pair
     assert milvus.corpus_fingerprint == ours.corpus_fingerprint
     assert milvus.items_ == ours.items_
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_dense_top10_matches_the_flat_index(helpcentre_pair):
     ours, milvus = helpcentre_pair
     dense = milvus.with_mode("dense")
@@ -361,7 +351,7 @@ def test_dense_top10_matches_the_flat_index(helpcentre_pair):
     assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_bm25_ranks_like_ours_where_the_tokenizers_agree(helpcentre_pair):
     from milvus_lite.analyzer import create_analyzer
 
@@ -381,7 +371,7 @@ def test_bm25_ranks_like_ours_where_the_tokenizers_agree(helpcentre_pair):
     assert Tokenizer()("ERR_CONN_4021") == milvus_tokens("ERR_CONN_4021") == ["err_conn_4021"]
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_a_milvus_hybrids_rrf_confidence_is_never_compared_with_a_cosine_threshold(
         helpcentre_pair):
     from ragbook import Pipeline, SentenceReader
@@ -403,7 +393,7 @@ def test_a_milvus_hybrids_rrf_confidence_is_never_compared_with_a_cosine_thresho
                     min_confidence_kind="cosine").confidence_kind == "cosine"
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_hybrid_recall_matches_ours_within_noise(helpcentre_pair):
     ours, milvus = helpcentre_pair
     hc = load_helpcentre()
@@ -416,7 +406,7 @@ def test_hybrid_recall_matches_ours_within_noise(helpcentre_pair):
 
 
 @pytest.mark.slow
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_bm25_on_the_python_docs(encoder):
     """All 10,370 sections (no embedding needed: placeholder unit vectors), FAQ queries."""
     py = load_pydocs()
@@ -430,7 +420,7 @@ def test_bm25_on_the_python_docs(encoder):
 
 
 @pytest.mark.slow
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_dense_on_a_python_docs_sample(encoder):
     """The FAQ answers plus 1,500 other sections (the sample tests/test_evaluate.py embeds)."""
     py = load_pydocs()

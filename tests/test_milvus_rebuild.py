@@ -5,7 +5,6 @@ alias that moves only once the new rows are in. All on Milvus Lite in temporary 
 (tests/test_milvus_server.py repeats the core of it on a Milvus server)."""
 import logging
 import threading
-from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -18,8 +17,6 @@ from ragbook.stores import MilvusStore
 from ragbook.stores.milvus_rows import check_record
 from ragbook.types import Document
 
-HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
-needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason='needs pip install "ragbook[milvus]"')
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
 GOOD = [Document(f"page-{i}", f"refunds and invoices, page {i}", metadata={"n": i})
@@ -61,7 +58,7 @@ def count(uri, collection="ragbook"):
         return len(store.open())
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 @pytest.mark.parametrize("how", ["MilvusRetriever", "DenseIndex"])
 @pytest.mark.parametrize("bad", ["text over 65,535 bytes", "int >= 2**64"])
 def test_a_rebuild_with_a_bad_row_keeps_the_old_rows_searchable(tmp_path, encoder, how, bad):
@@ -86,7 +83,7 @@ def unit_rows(n, dim=8, seed=0):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_a_good_rebuild_switches_in_one_step(tmp_path):
     """While 300 rows are written in 30 inserts, a reader counting the collection over and
     over sees the old 5 rows or the new 300, never 0 or a part; afterwards the same reader,
@@ -119,7 +116,7 @@ def test_a_good_rebuild_switches_in_one_step(tmp_path):
     reader.close()
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_a_rebuild_abandoned_before_its_first_write_leaves_the_old_collection(tmp_path):
     uri = str(tmp_path / "abandon.db")
     with MilvusStore(uri) as first:
@@ -131,7 +128,7 @@ def test_a_rebuild_abandoned_before_its_first_write_leaves_the_old_collection(tm
         assert again.open().client.list_collections() == ["ragbook__v1"]
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_a_collection_built_before_aliases_is_replaced_by_an_aliased_one(tmp_path):
     """Collections written by earlier versions are real collections named like the alias:
     readable as they are, and the first rebuild moves the name onto an alias."""

@@ -23,8 +23,6 @@ import pytest
 from test_milvus import random_metadata, random_where, unit_rows
 
 from ragbook import Encoder
-from ragbook.chunking import chunk_documents
-from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.filters import matches
 from ragbook.milvus_retriever import MilvusRetriever
@@ -163,16 +161,14 @@ def test_the_server_is_milvus_2_3_and_bm25_says_it_needs_2_5(server, encoder):
     store.close()
 
 
-def test_dense_search_equals_faiss_on_the_help_centre(server, encoder):
+def test_dense_search_equals_faiss_on_the_help_centre(server, encoder, hc, hc_chunks):
     """The help centre's chunks through the server: the same records back (text, offsets,
     metadata), and for all 299 questions the same top 10 as the in-process flat index,
     filtered or not. (Stores searched with every question in one call: each request to
     this server waits for its time tick, a quarter of a second, for Strong consistency.)"""
-    hc = load_helpcentre()
-    chunks = chunk_documents(hc.documents, size=256, overlap=32)
-    ours = DenseIndex(encoder).build(chunks)
+    ours = DenseIndex(encoder).build(hc_chunks)
     milvus = MilvusRetriever(encoder, MilvusStore(server.uri, "helpcentre"),
-                             mode="dense").build(chunks)
+                             mode="dense").build(hc_chunks)
     assert milvus.items_ == ours.items_ and milvus.corpus_fingerprint == ours.corpus_fingerprint
     questions = encoder.encode_queries([q.standalone for q in hc.questions])
     for where in (None, {"status": {"$ne": "superseded"}},

@@ -6,7 +6,6 @@ import math
 import pytest
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.chunking import chunk_documents
 from ragbook.condense import LLMCondenser, RuleCondenser
 from ragbook.conflicts import find_conflict, quantities
 from ragbook.llm import OpenAICompatibleLLM
@@ -21,14 +20,8 @@ HC = load_helpcentre()
 
 
 @pytest.fixture(scope="module")
-def hybrid():
-    chunks = chunk_documents(HC.documents, size=256, overlap=32)
-    return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
-
-
-@pytest.fixture(scope="module")
-def pipeline(hybrid):
-    return Pipeline(hybrid)
+def pipeline(hc_hybrid):
+    return Pipeline(hc_hybrid)
 
 
 def question(qid):
@@ -49,11 +42,11 @@ def test_rule_condenser_carries_the_last_turn_and_swaps_the_plan():
         rc.condense("and pro?", "csv on free")
 
 
-def test_condensation_lifts_follow_up_recall(hybrid):
+def test_condensation_lifts_follow_up_recall(hc_hybrid):
     follow_ups = [q for q in HC.questions if q.category == "follow_up"]
 
     def recall(texts):
-        found = [bool({h.doc_id for h in hybrid.search(t, k=10)} & set(q.gold))
+        found = [bool({h.doc_id for h in hc_hybrid.search(t, k=10)} & set(q.gold))
                  for q, t in zip(follow_ups, texts, strict=True)]
         return sum(found) / len(found)
 
@@ -114,8 +107,8 @@ def test_a_bad_trace_line_is_named(tmp_path):
         read_traces(tmp_path / "t.jsonl")
 
 
-def test_any_retriever_works(hybrid):
-    r = Pipeline(hybrid.dense).ask("how long is the refund window for enterprise contracts?")
+def test_any_retriever_works(hc_hybrid):
+    r = Pipeline(hc_hybrid.dense).ask("how long is the refund window for enterprise contracts?")
     assert [s.name for s in r.trace][:2] == ["condense", "search"] and not r.escalated
 
 
@@ -126,10 +119,10 @@ def test_no_candidates_escalates_with_what_a_human_needs(pipeline):
     assert r.answer.reason == "no_candidates" and "hand it to a person" in r.detail
 
 
-def test_low_confidence_escalates_and_keeps_the_candidates(hybrid):
+def test_low_confidence_escalates_and_keeps_the_candidates(hc_hybrid):
     # A reader that never abstains, so the retrieval floor is what escalates (the default
     # reader's calibrated threshold would abstain on this unanswerable question first).
-    pipeline = Pipeline(hybrid, reader=SentenceReader(min_span_score=None))
+    pipeline = Pipeline(hc_hybrid, reader=SentenceReader(min_span_score=None))
     prep = pipeline.prepare("do you have a nonprofit discount for a registered charity?")
     r = pipeline.with_settings(min_confidence=prep.confidence + 0.01).decide(prep)
     assert r.reason == "low_confidence" and len(r.candidates) == 5
@@ -156,13 +149,14 @@ def test_decide_is_admit_then_read_then_conclude(pipeline):
     assert isinstance(strict, Result) and strict.reason == "low_confidence"
 
 
-def test_reader_abstains(hybrid):
-    r = Pipeline(hybrid, reader=SentenceReader(min_span_score=0.99)).ask("refund window for pro?")
+def test_reader_abstains(hc_hybrid):
+    r = Pipeline(hc_hybrid, reader=SentenceReader(min_span_score=0.99)).ask(
+        "refund window for pro?")
     assert r.reason == "reader_abstained"
 
 
-def test_the_rerankers_min_rerank_score_is_the_one_rerank_cut(hybrid):
-    p = Pipeline(hybrid, reranker=CrossEncoderReranker(), candidates=20)
+def test_the_rerankers_min_rerank_score_is_the_one_rerank_cut(hc_hybrid):
+    p = Pipeline(hc_hybrid, reranker=CrossEncoderReranker(), candidates=20)
     prep = p.prepare("how long is the refund window for enterprise contracts?")
     assert [s.name for s in prep.trace][-2:] == ["rerank", "read"]
     top = prep.candidates[0].score
@@ -175,13 +169,13 @@ def test_the_rerankers_min_rerank_score_is_the_one_rerank_cut(hybrid):
     assert p.reranker.min_rerank_score is None                    # the copy changed, not p
 
 
-def test_superseded_pages_are_filtered_or_escalated(hybrid):
+def test_superseded_pages_are_filtered_or_escalated(hc_hybrid):
     q = question("ba-q084")          # the 2024 refund policy is superseded
     trap = q.extra["trap"]
-    on = Pipeline(hybrid).ask(q.text)
+    on = Pipeline(hc_hybrid).ask(q.text)
     assert not on.escalated and on.sources[0].doc_id in q.gold
     assert trap not in {h.doc_id for h in on.candidates}
-    off = Pipeline(hybrid, exclude_superseded=False)
+    off = Pipeline(hc_hybrid, exclude_superseded=False)
     prep = off.prepare(q.text)
     assert trap in {h.doc_id for h in prep.candidates}
     results = [off.ask(x.text) for x in HC.questions if x.category == "superseded_trap"]
@@ -229,9 +223,9 @@ def test_calibrate_on_dev_never_does_worse_than_no_threshold(pipeline):
                                              ({"min_confidence": 0.5,
                                                "min_confidence_kind": "rrf"}, "a rrf threshold"),
                                              ({"min_confidence_kind": "cosines"}, "one of")])
-def test_bad_settings(hybrid, kwargs, message):
+def test_bad_settings(hc_hybrid, kwargs, message):
     with pytest.raises(ValueError, match=message):
-        Pipeline(hybrid, **kwargs)
+        Pipeline(hc_hybrid, **kwargs)
 
 
 def test_bad_questions(pipeline):

@@ -8,14 +8,12 @@ retriever runs once per store. Adding an engine: one module in ragbook/stores, o
 STORES."""
 import json
 import logging
-from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
 from ragbook import Encoder
 from ragbook.bm25 import BM25Index
-from ragbook.chunking import chunk_documents
 from ragbook.component import NotBuiltError
 from ragbook.datasets import load_helpcentre
 from ragbook.dense import DenseIndex
@@ -33,17 +31,16 @@ from ragbook.retrieval import (
 from ragbook.stores import FaissStore, MilvusStore, store_from_settings
 from ragbook.types import Document
 
-HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
-needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason='needs pip install "ragbook[milvus]"')
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
 # One line per engine: a store (settings only) made in a temporary folder.
 STORES = [
     pytest.param(lambda tmp: FaissStore(), id="faiss-flat"),
     pytest.param(lambda tmp: FaissStore(kind="hnsw"), id="faiss-hnsw"),
-    pytest.param(lambda tmp: MilvusStore(tmp / "lite.db"), id="milvus-lite", marks=needs_milvus),
+    pytest.param(lambda tmp: MilvusStore(tmp / "lite.db"), id="milvus-lite",
+                 marks=pytest.mark.needs_milvus),
     pytest.param(lambda tmp: MilvusStore(tmp / "lite.db", index="HNSW"), id="milvus-lite-hnsw",
-                 marks=needs_milvus),
+                 marks=pytest.mark.needs_milvus),
 ]
 
 
@@ -166,11 +163,6 @@ def test_write_and_read_round_trip(filled, tmp_path):
 
 
 # -- the Retriever contract, for every retriever and every store -------------------------------
-@pytest.fixture(scope="module")
-def chunks():
-    return chunk_documents(load_helpcentre().documents, size=256, overlap=32)
-
-
 def _dense_on(make_store):
     return lambda chunks, tmp: DenseIndex(Encoder(), make_store(tmp)).build(chunks)
 
@@ -188,14 +180,14 @@ RETRIEVERS = [
     pytest.param(lambda chunks, tmp: RerankedRetriever(BM25Index().build(chunks),
                                                        CrossEncoderReranker(), candidates=20),
                  id="reranked"),
-    *[pytest.param(_milvus(mode), id=f"milvus-{mode}", marks=needs_milvus)
+    *[pytest.param(_milvus(mode), id=f"milvus-{mode}", marks=pytest.mark.needs_milvus)
       for mode in ("dense", "bm25", "hybrid")],
 ]
 
 
 @pytest.fixture(scope="module", params=RETRIEVERS)
-def retriever(request, chunks, tmp_path_factory):
-    r = request.param(chunks, tmp_path_factory.mktemp("retriever"))
+def retriever(request, hc_chunks, tmp_path_factory):
+    r = request.param(hc_chunks, tmp_path_factory.mktemp("retriever"))
     yield r
     for obj in (r, getattr(r, "store_", None)):
         if hasattr(obj, "close"):
@@ -231,11 +223,11 @@ def test_k_below_one_raises(retriever, k):
         retriever.search("refunds", k=k)
 
 
-def test_satisfies_the_protocol_and_fingerprints_its_corpus(retriever, chunks):
+def test_satisfies_the_protocol_and_fingerprints_its_corpus(retriever, hc_chunks):
     assert isinstance(retriever, Retriever)
-    assert len(retriever) == len(chunks)
+    assert len(retriever) == len(hc_chunks)
     fp = retriever.corpus_fingerprint
-    assert fp == retriever.corpus_fingerprint and fp.startswith(f"{len(chunks)}:")
+    assert fp == retriever.corpus_fingerprint and fp.startswith(f"{len(hc_chunks)}:")
 
 
 def test_hits_point_back_into_their_documents(retriever):

@@ -5,7 +5,6 @@ outside the scope — checked against the documents' own metadata, not the hits'
 import json
 import logging
 import shutil
-from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -30,8 +29,6 @@ from ragbook.retrieval import records_from
 from ragbook.stores import FaissStore, MilvusStore, milvus_filter
 from ragbook.types import Chunk, Document
 
-HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
-needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason='needs pip install "ragbook[milvus]"')
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
 HC = load_helpcentre()
@@ -138,7 +135,7 @@ def test_and_translates_for_milvus_as_more_and_terms():
         '(metadata["access"] is null or metadata["access"] != "public")')
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_milvus_and_matches_agree_on_scoped_filters():
     """Missing keys, nulls, lists and numbers under every scope and hostile filter: Milvus's
     filtered search returns exactly the items ``matches`` lets through."""
@@ -235,7 +232,7 @@ def test_parent_and_window_retrievers_check_what_they_return(encoder):
     assert SentenceWindowRetriever(inner, [doc]).search("refunds")   # unscoped: returned
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_milvus_store_and_retriever_never_return_outside_the_scope(chunks, encoder, hybrid,
                                                                    tmp_path):
     """``MilvusRetriever`` in each mode; its dense mode is a ``DenseIndex`` over a

@@ -6,17 +6,11 @@ import pytest
 
 from ragbook import NotBuiltError
 from ragbook.bm25 import BM25Index
-from ragbook.datasets import load_helpcentre
 from ragbook.late_interaction import MaxSimReranker, MaxSimScorer, maxsim
 from ragbook.learned_rerank import FEATURES, LearnedReranker
 from ragbook.types import Hit
 
 QUESTION = "Which port does the Hub need to reach the relay?"
-
-
-@pytest.fixture(scope="module")
-def hc():
-    return load_helpcentre()
 
 
 @pytest.fixture(scope="module")
@@ -42,30 +36,24 @@ def test_maxsim_from_scratch_equals_the_scorer(hc, scorer):
     assert by_hand == pytest.approx(float(scorer.predict([(QUESTION, passage)])[0]), abs=2e-3)
 
 
-@pytest.fixture(scope="module")
-def chunks(hc):
-    from ragbook.chunking import chunk_documents
-
-    return chunk_documents(hc.documents, size=256, overlap=32)
-
-
 @pytest.mark.parametrize("qid, other", [
     ("ba-q036", "billing-update-card"),        # an exact code against a card page
     ("ba-q020", "account-profile-settings"),   # a language question against a settings page
     ("ba-q028", "billing-update-card"),        # "proof of payment" against another billing page
 ])
-def test_maxsim_prefers_the_passage_with_the_answer(hc, chunks, scorer, qid, other):
+def test_maxsim_prefers_the_passage_with_the_answer(hc, hc_chunks, scorer, qid, other):
     """The chunk holding the labelled answer against the first chunk of another page."""
     q = next(q for q in hc.questions if q.id == qid)
-    gold = next(c.text for c in chunks if c.doc_id == q.gold[0] and q.answers[0]["text"] in c.text)
-    wrong = next(c.text for c in chunks if c.doc_id == other)
+    gold = next(c.text for c in hc_chunks
+                if c.doc_id == q.gold[0] and q.answers[0]["text"] in c.text)
+    wrong = next(c.text for c in hc_chunks if c.doc_id == other)
     s = scorer.predict([(q.standalone, gold), (q.standalone, wrong)])
     assert s[0] > s[1], (qid, s)
 
 
 @pytest.fixture(scope="module")
-def fitted(hc, chunks):
-    first = BM25Index().build(chunks)
+def fitted(hc, hc_chunks):
+    first = BM25Index().build(hc_chunks)
     train = [(q.id, q.standalone) for q in hc.split("train") if q.gold][:12]
     reranker = LearnedReranker(MaxSimScorer(), candidates=10)
     return reranker.fit(train, hc.qrels("train"), first), first

@@ -15,8 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre
-from ragbook.chunking import chunk_documents
+from ragbook import load_helpcentre
 from ragbook.llm import LLMResponseError, LocalLLM, OpenAICompatibleLLM
 from ragbook.pipeline import Pipeline
 from ragbook.readers import GenerativeReader, split_claims, support
@@ -81,12 +80,6 @@ def same(a, b) -> None:
         for stage in d["trace"]:
             stage.pop("seconds")
     assert da == db
-
-
-@pytest.fixture(scope="module")
-def hybrid():
-    chunks = chunk_documents(HC.documents, size=256, overlap=32)
-    return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
 
 
 QUESTIONS = [q for q in HC.questions if q.category == "paraphrase"][:3]
@@ -166,11 +159,11 @@ def test_reader_streams_nothing_unverified_when_verification_is_off():
 
 # -- the pipeline, on the help centre --------------------------------------------------------
 @pytest.mark.parametrize("mode", ["quote", "abstain", "invented", "mixed", "bad_cite"])
-def test_pipeline_stream_gives_the_result_ask_gives(hybrid, mode):
+def test_pipeline_stream_gives_the_result_ask_gives(hc_hybrid, mode):
     for q in QUESTIONS:
-        streamed = Pipeline(hybrid, reader=reader(Quoting(mode))).stream(q.text)
+        streamed = Pipeline(hc_hybrid, reader=reader(Quoting(mode))).stream(q.text)
         pieces = list(streamed)
-        asked = Pipeline(hybrid, reader=reader(Quoting(mode))).ask(q.text)
+        asked = Pipeline(hc_hybrid, reader=reader(Quoting(mode))).ask(q.text)
         same(streamed.result, asked)
         if mode == "abstain":
             assert asked.reason == "reader_abstained"
@@ -182,9 +175,9 @@ def test_pipeline_stream_gives_the_result_ask_gives(hybrid, mode):
             assert "".join(pieces) == asked.answer.text
 
 
-def test_pipeline_escalation_before_reading_streams_nothing_and_calls_no_model(hybrid):
+def test_pipeline_escalation_before_reading_streams_nothing_and_calls_no_model(hc_hybrid):
     llm = Quoting("quote")
-    strict = Pipeline(hybrid, reader=reader(llm), min_confidence=0.99,
+    strict = Pipeline(hc_hybrid, reader=reader(llm), min_confidence=0.99,
                       min_confidence_kind="cosine")
     streamed = strict.stream(QUESTIONS[0].text)
     assert list(streamed) == [] and streamed.result.reason == "low_confidence"
@@ -192,17 +185,17 @@ def test_pipeline_escalation_before_reading_streams_nothing_and_calls_no_model(h
     same(streamed.result, strict.ask(QUESTIONS[0].text))
 
 
-def test_pipeline_stream_of_an_extractive_reader_is_the_answer_at_the_end(hybrid):
-    p = Pipeline(hybrid)
+def test_pipeline_stream_of_an_extractive_reader_is_the_answer_at_the_end(hc_hybrid):
+    p = Pipeline(hc_hybrid)
     streamed = p.stream(QUESTIONS[0].text)
     pieces = list(streamed)
     same(streamed.result, p.ask(QUESTIONS[0].text))
     assert pieces == ([streamed.result.answer.text] if not streamed.result.escalated else [])
 
 
-def test_pipeline_stream_writes_the_same_trace_line(hybrid, tmp_path):
+def test_pipeline_stream_writes_the_same_trace_line(hc_hybrid, tmp_path):
     path = tmp_path / "trace.jsonl"
-    p = Pipeline(hybrid, reader=reader(Quoting("mixed")), trace_path=path)
+    p = Pipeline(hc_hybrid, reader=reader(Quoting("mixed")), trace_path=path)
     streamed = p.stream(QUESTIONS[1].text)
     list(streamed)
     lines = path.read_text().splitlines()
@@ -210,15 +203,15 @@ def test_pipeline_stream_writes_the_same_trace_line(hybrid, tmp_path):
 
 
 # -- over HTTP: ChatServer streams, OpenAICompatibleLLM reads the stream ------------------------
-def test_pipeline_streams_end_to_end_over_http(hybrid):
+def test_pipeline_streams_end_to_end_over_http(hc_hybrid):
     backend = Quoting("mixed")
     with ChatServer(backend) as server:
         llm = OpenAICompatibleLLM(server.base_url, "local")
-        p = Pipeline(hybrid, reader=reader(llm))
+        p = Pipeline(hc_hybrid, reader=reader(llm))
         for q in QUESTIONS:
             streamed = p.stream(q.text)
             pieces = list(streamed)
-            same(streamed.result, Pipeline(hybrid, reader=reader(Quoting("mixed"))).ask(q.text))
+            same(streamed.result, Pipeline(hc_hybrid, reader=reader(Quoting("mixed"))).ask(q.text))
             assert "".join(pieces) == streamed.result.answer.text and len(pieces) >= 2
 
 
@@ -376,11 +369,11 @@ def test_cli_ask_generative_streams_the_answer_ask_gives(tmp_path, monkeypatch, 
     assert lines[0] == asked["answer"] and "sources:" in lines
 
 
-def test_a_superseded_page_among_the_passages_holds_everything_until_the_verdict(hybrid):
+def test_a_superseded_page_among_the_passages_holds_everything_until_the_verdict(hc_hybrid):
     traps = [q for q in HC.questions if q.category == "superseded_trap"][:6]
     reasons = []
     for q in traps:
-        p = Pipeline(hybrid, reader=reader(Quoting("quote")), exclude_superseded=False)
+        p = Pipeline(hc_hybrid, reader=reader(Quoting("quote")), exclude_superseded=False)
         streamed = p.stream(q.text)
         pieces = list(streamed)
         same(streamed.result, p.ask(q.text))

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre, telemetry
-from ragbook.chunking import chunk_documents
+from ragbook import load_helpcentre, telemetry
 from ragbook.pipeline import Pipeline
 from ragbook.result import read_traces
 from ragbook.types import Stage
@@ -38,17 +37,11 @@ def exporter():
     return found
 
 
-@pytest.fixture(scope="module")
-def hybrid():
-    chunks = chunk_documents(HC.documents, size=256, overlap=32)
-    return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(chunks)
-
-
-def test_one_question_gives_a_span_per_stage_under_a_question_span(hybrid, exporter,
+def test_one_question_gives_a_span_per_stage_under_a_question_span(hc_hybrid, exporter,
                                                                     tmp_path):
     exporter.clear()
     path = tmp_path / "trace.jsonl"
-    result = Pipeline(hybrid, trace_path=path).ask(REFUND.text)
+    result = Pipeline(hc_hybrid, trace_path=path).ask(REFUND.text)
     spans = exporter.get_finished_spans()
     root = next(s for s in spans if s.name == "ragbook.ask")
     children = sorted((s for s in spans if s is not root), key=lambda s: s.start_time)
@@ -78,9 +71,9 @@ def test_one_question_gives_a_span_per_stage_under_a_question_span(hybrid, expor
         for s in children]
 
 
-def test_an_escalation_carries_its_reason(hybrid, exporter):
+def test_an_escalation_carries_its_reason(hc_hybrid, exporter):
     exporter.clear()
-    result = Pipeline(hybrid, min_confidence=0.99, min_confidence_kind="cosine").ask(REFUND.text)
+    result = Pipeline(hc_hybrid, min_confidence=0.99, min_confidence_kind="cosine").ask(REFUND.text)
     root = next(s for s in exporter.get_finished_spans() if s.name == "ragbook.ask")
     assert root.attributes["ragbook.escalated"] is True
     assert root.attributes["ragbook.reason"] == result.reason == "low_confidence"
@@ -109,7 +102,7 @@ def test_detail_values_become_valid_attributes(exporter):
 
 
 def test_without_opentelemetry_the_pipeline_answers_and_traces_as_before(
-        hybrid, exporter, monkeypatch, tmp_path):
+        hc_hybrid, exporter, monkeypatch, tmp_path):
     exporter.clear()
     for name in [m for m in sys.modules if m == "opentelemetry" or
                  m.startswith("opentelemetry.")]:
@@ -117,7 +110,7 @@ def test_without_opentelemetry_the_pipeline_answers_and_traces_as_before(
     with pytest.raises(ImportError):
         import opentelemetry.trace  # noqa: F401
     path = tmp_path / "trace.jsonl"
-    result = Pipeline(hybrid, trace_path=path).ask(REFUND.text)
+    result = Pipeline(hc_hybrid, trace_path=path).ask(REFUND.text)
     assert not result.escalated and len(read_traces(path)) == 1
     assert telemetry.emit(result) is False
     assert exporter.get_finished_spans() == ()
