@@ -131,11 +131,15 @@ print("consistency:", schema["consistency_level_name"], "| properties:",
 #
 # Chapter 3 showed why a filter must be applied *during* the search, not after it. Milvus
 # does that natively, but it takes a boolean *expression* over the fields, not a dict. From
-# scratch, a translator for the common cases is a few lines. Two details decide whether it
-# is correct: values must be quoted and escaped (a `"` inside a value would end the string),
-# and a missing key must pass `$ne` as it does in `ragbook.filters.matches` — in Milvus a
+# scratch, a translator for the common cases is a few lines. Three details decide whether it
+# is correct: values must be quoted and escaped (a `"` inside a value would end the string);
+# a missing key must pass `$ne` as it does in `ragbook.filters.matches` — in Milvus a
 # comparison with a missing JSON key is false, so `!=` alone would drop every item without
-# the key.
+# the key; and a list in the metadata (`access: ["public", "internal"]`) is a set of values
+# that equals no single value, so each `==` also asks `json_contains_any`, and `$ne` negates the
+# whole test — an access filter `access != internal` that forgot lists would show that page.
+# Orderings take numbers or ISO dates, never text; Milvus compares strings as text
+# (`"later" >= "2025-01-01"` holds), so a date also asks that the stored text look like one.
 
 # %%
 def quote(text):
@@ -148,19 +152,27 @@ def literal(v):
     return quote(v) if isinstance(v, str) else ("true" if v else "false") if isinstance(v, bool) else repr(v)
 
 
+def any_of(path, values):
+    """path equals one of values, or is a JSON array holding one of them."""
+    lits = [literal(v) for v in values]
+    contains = f"json_contains_any({path}, [{', '.join(lits)}])"
+    return "(" + " or ".join([f"{path} == {lit}" for lit in lits] + [contains]) + ")"
+
+
 def to_expression(where):
     """The where language (bare value, list, or {"$op": value}) as a Milvus expression."""
-    ops = {"$eq": "==", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+    ops = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
     terms = []
     for key, cond in where.items():
         path = f"metadata[{quote(key)}]"
         conds = cond.items() if isinstance(cond, dict) else [("$in" if isinstance(cond, list) else "$eq", cond)]
         for op, value in conds:
-            if op == "$in":
-                ors = [f"{path} == {literal(v)}" for v in value]
-                terms.append(ors[0] if len(ors) == 1 else "(" + " or ".join(ors) + ")")
+            if op in ("$eq", "$in"):
+                terms.append(any_of(path, value if op == "$in" else [value]))
             elif op == "$ne":
-                terms.append(f"({path} is null or {path} != {literal(value)})")
+                terms.append(f"({path} is null or not {any_of(path, [value])})")
+            elif isinstance(value, str):   # an ISO date: the stored text must look like one
+                terms.append(f'({path} like "____-__-__%" and {path} {ops[op]} {literal(value)})')
             else:
                 terms.append(f"{path} {ops[op]} {literal(value)}")
     return " and ".join(terms)

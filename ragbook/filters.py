@@ -7,10 +7,27 @@ is what lets ``scoped`` add an application's access scope that no caller's filte
 ``matches`` evaluates a filter in Python; ``translate_where`` hands each condition to a store
 that filters natively.
 
+What the conditions *mean* is fixed here, so that an access scope built from them cannot leak:
+
+* **A list-valued field is a set of values.** ``$eq``/``$in`` hold when the set holds the
+  value / any of the values; ``$ne``/``$nin`` are their negations, so an item with *any*
+  denied value is out (a deny-list is safe). An empty list holds no value (it fails
+  ``$eq``/``$in`` and passes ``$ne``/``$nin``) but is not missing. An ordering never holds
+  for a list.
+* **Orderings compare numbers or dates, never text.** ``$gt $gte $lt $lte`` take a number
+  (a stored bool counts as 1 or 0) or an ISO date (``'2025-06-01'``, ``'2025-06-01T09:30'``)
+  and hold only for a stored value of the same kind: ``'10' <= '3'`` as text would pass a
+  clearance check it should fail, so ``{'level': {'$lte': '3'}}`` is refused (write ``3``)
+  and a stored ``'10'`` fails ``<= 3``.
+* **A scope must constrain something** (``scoped``): ``{'$and': []}`` — what a caller builds
+  for a user with no groups — is refused instead of granting everything.
+
 >>> validate_where({"status": "current", "updated": {"$gte": "2025-01-01"}})
 {'status': 'current', 'updated': {'$gte': '2025-01-01'}}
 >>> matches({"status": "current", "updated": "2025-06-01"}, {"updated": {"$gte": "2025-01-01"}})
 True
+>>> matches({"access": ["public", "internal"]}, {"access": {"$nin": ["internal"]}})
+False
 >>> scoped({"access": "internal"}, {"access": ["public"]})
 {'$and': [{'access': ['public']}, {'access': 'internal'}]}
 """
@@ -18,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -64,6 +82,8 @@ _OPS = {"$eq": lambda v, a: v == a, "$ne": lambda v, a: v != a,
         "$in": lambda v, a: v in a, "$nin": lambda v, a: v not in a,
         "$gt": lambda v, a: v > a, "$gte": lambda v, a: v >= a,
         "$lt": lambda v, a: v < a, "$lte": lambda v, a: v <= a}
+_NEGATED = {"$ne": "$eq", "$nin": "$in"}           # a negation holds where its positive does not
+_RANGES = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = tuple(_OPS)
 
 
@@ -122,21 +142,30 @@ def _check_op(key: str, op: Any, arg: Any) -> None:
                             f"{type(arg).__name__}: {arg!r:.40}")
         for a in arg:
             _check_scalar(a, f"a value in where[{key!r}][{op!r}]")
-    elif op in ("$gt", "$gte", "$lt", "$lte"):
+    elif op in _RANGES:
+        if isinstance(arg, str) and _as_date(arg) is None:
+            fix = (f"write {arg.strip()}" if _number(arg.strip()) is not None
+                   else "write a number, or a date as '2025-06-01'")
+            raise ValueError(f"where[{key!r}][{op!r}] = {arg!r:.40} is text; {op} compares "
+                             f"numbers or ISO dates, never text (as text '10' < '3'): {fix}")
         if isinstance(arg, bool) or not isinstance(arg, (int, float, str)) or (
                 isinstance(arg, float) and not math.isfinite(arg)):
-            raise TypeError(f"where[{key!r}][{op!r}] must be a finite number or a str, got "
-                            f"{arg!r:.40}")
+            raise TypeError(f"where[{key!r}][{op!r}] must be a finite number or an ISO date "
+                            f"('2025-06-01'), got {arg!r:.40}")
     else:
         _check_scalar(arg, f"where[{key!r}][{op!r}]")
 
 
 def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """Does ``metadata`` satisfy ``where`` (already validated)? A missing key fails every
-    condition except ``$ne``/``$nin``; an ordering between a number and a str is False.
+    """Does ``metadata`` satisfy ``where`` (already validated)? A missing key (or None) fails
+    every condition except ``$ne``/``$nin``; a list value holds a
+    condition when any of its values does (``$ne``/``$nin``: when none is excluded); an
+    ordering holds only between numbers or between ISO dates (module docstring).
 
     >>> matches({"plan": "pro"}, {"plan": ["pro", "team"]})
     True
+    >>> [matches({"level": v}, {"level": {"$lte": 3}}) for v in ("10", 2)]
+    [False, True]
     """
     if not where:
         return True
@@ -154,14 +183,60 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
         for op, arg in conds:
             if op not in _OPS:
                 _check_op(key, op, arg)  # raises, naming the operator and the key
-            if value is None and op not in ("$ne", "$nin"):
-                return False
-            try:
-                if not _OPS[op](value, arg):
-                    return False
-            except TypeError:  # "2025" > 3: incomparable values never match
+            if not _holds(op, value, arg):
                 return False
     return True
+
+
+def _holds(op: str, value: Any, arg: Any) -> bool:
+    """One condition on one stored value, with the meanings of the module docstring."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    values = [v for v in values if v is not None]
+    if op in _NEGATED:                       # no stored value is the excluded one
+        if arg is None or (op == "$nin" and None in arg):
+            if value is None:
+                return False                 # missing, and a missing value is excluded
+            arg = arg if op == "$ne" else [a for a in arg if a is not None]
+        return not any(_holds(_NEGATED[op], v, arg) for v in values)
+    if not values:
+        return False                         # missing or empty: fails every positive condition
+    if op in _RANGES:
+        if len(values) > 1 or isinstance(value, (list, tuple)):
+            return False                     # an ordering never holds for a list
+        v, a = _comparable(values[0]), _comparable(arg)
+        if v is None or a is None or type(v) is not type(a):
+            return False
+        return _OPS[op](v, a)
+    return any(_OPS[op](v, arg) for v in values)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _as_date(text: str) -> datetime | None:
+    """An ISO date or date-time (``'2025-06-01'``, ``'2025-06-01T09:30'``) as a naive
+    datetime (a time zone is dropped: dates are compared on their own clock), else None."""
+    if len(text) < 10 or not text[:4].isdigit() or text[4] != "-":
+        return None
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def _comparable(x: Any) -> float | datetime | None:
+    """What an ordering compares: a number as float (a stored bool as 1 or 0, as Python and
+    Milvus both count it; a bool *bound* is refused by ``validate_where``), an ISO date
+    string as a datetime; None for anything else (text), which no ordering holds for."""
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str):
+        return _as_date(x)
+    return None
 
 
 def translate_where(where: Mapping[str, Any] | None, term) -> list:
@@ -209,8 +284,9 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
     never from the question; since the language has no ``$or`` and every part of ``$and``
     must hold, nothing in ``where`` can widen it. A document *without* a scope key is outside
     the scope even when a condition alone would let a missing key through (``$ne``, ``$nin``):
-    such keys must also be present (``{"$ne": None}``). ``scope=None`` means no scope; an
-    empty scope is refused (it would look like a restriction and be none).
+    such keys must also be present (``{"$ne": None}``). ``scope=None`` means no scope; a
+    scope that constrains nothing (``{}``, ``{"$and": []}``) is refused: it would look like a
+    restriction and be none.
 
     >>> scoped({"plan": "pro"}, {"access": {"$nin": ["internal"]}})
     {'$and': [{'access': {'$nin': ['internal']}}, {'access': {'$ne': None}}, {'plan': 'pro'}]}
@@ -222,6 +298,11 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
         raise ValueError(f"scope must be a non-empty filter like {{'access': ['public']}} "
                          f"(or None for no scope), got {scope!r:.60}")
     scope = validate_where(scope)
+    if not any(True for _ in _conditions(scope)):
+        raise ValueError(f"scope {scope!r:.80} constrains nothing, so it would grant every "
+                         f"item: a user with no groups needs a scope no item passes (e.g. "
+                         f"{{'access': {{'$in': []}}}}) or no search at all; scope=None is how "
+                         f"to say 'no scope'")
     present = {key: {"$ne": None} for key, cond in _conditions(scope)
                if matches({}, {key: cond})}
     parts = [scope, *([present] if present else []), *([where] if where else [])]

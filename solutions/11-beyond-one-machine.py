@@ -68,32 +68,36 @@ from ragbook.grading import check, trying
 # * a string value in double quotes, with `\` written `\\`, `"` written `\"`, and a newline,
 #   carriage return and tab written `\n`, `\r`, `\t` (escape the backslash first);
 #   `True`/`False` as `true`/`false`; numbers as Python prints them (`repr`);
-# * `$eq $gt $gte $lt $lte` → `path == value`, `>`, `>=`, `<`, `<=`;
-# * `$ne` → `(path is null or path != value)`;
-# * `$in` (a list) → `path == v` for each value, joined by ` or `, in parentheses when there
-#   is more than one.
+# * `$gt $gte $lt $lte` → `path > value`, `>=`, `<`, `<=`;
+# * `$eq` and `$in` (a list) → "any of": `path == v` for each value, then
+#   `json_contains_any(path, [v1, v2, ...])`, all joined by ` or ` in parentheses;
+# * `$ne` → `(path is null or not <the $eq test>)`.
 #
 # **Examples.**
-# `milvus_term("status", "$eq", "current")` → `metadata["status"] == "current"`,
 # `milvus_term("seats", "$gte", 10)` → `metadata["seats"] >= 10`,
-# `milvus_term("archived", "$eq", False)` → `metadata["archived"] == false`,
-# `milvus_term("status", "$ne", "superseded")` →
-# `(metadata["status"] is null or metadata["status"] != "superseded")`,
-# `milvus_term("plan", "$in", ["pro", "team"])` →
-# `(metadata["plan"] == "pro" or metadata["plan"] == "team")`,
-# `milvus_term("title", "$eq", 'the "new" policy')` → `metadata["title"] == "the \"new\" policy"`
+# `milvus_term("status", "$eq", "current")` →
+# `(metadata["status"] == "current" or json_contains_any(metadata["status"], ["current"]))`,
+# `milvus_term("archived", "$eq", False)` →
+# `(metadata["archived"] == false or json_contains_any(metadata["archived"], [false]))`,
+# `milvus_term("plan", "$in", ["pro", "team"])` → `(metadata["plan"] == "pro" or
+# metadata["plan"] == "team" or json_contains_any(metadata["plan"], ["pro", "team"]))`,
+# `milvus_term("status", "$ne", "superseded")` → `(metadata["status"] is null or not
+# (metadata["status"] == "superseded" or json_contains_any(metadata["status"], ["superseded"])))`
 #
 # **Why `is null or` for `$ne`.** In ragbook, an item without a `status` key passes
 # `status != superseded`: nothing says it is superseded. In Milvus, comparing a missing JSON
 # key gives false, so the plain `!=` would silently drop every item without the key; the
-# pipeline's "exclude superseded pages" filter would lose pages. **Why `or` for `$in`.**
-# Milvus Lite refuses `in [...]` on a JSON path; a chain of `==` works on Lite and on a
-# server alike.
+# pipeline's "exclude superseded pages" filter would lose pages. **Why `json_contains`.** A
+# list in the metadata (`access: ["public", "internal"]`) is a set of values; a JSON array
+# equals no single value, so `==` alone misses it, and a `$ne` built on `==` alone would let
+# an `internal` page through an `access != internal` scope (`json_contains_any`, not
+# `json_contains`: Milvus parses no negative number as its second argument). **Why `or` for `$in`.** Milvus
+# Lite refuses `in [...]` on a JSON path; a chain of `==` works on Lite and on a server alike.
 
 # %%
 def milvus_term(key, op, value):
     """One where condition (key, operator, value) as a Milvus boolean expression."""
-    ### BEGIN SOLUTION hint: write two helpers first, quote(text) and literal(value); then each operator is one f-string
+    ### BEGIN SOLUTION hint: write two helpers first, quote(text) and literal(value); then the orderings are one f-string and $eq/$in/$ne share one "any of" test
     def quote(text):
         for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"),
                              ("\t", "\\t")):
@@ -108,13 +112,13 @@ def milvus_term(key, op, value):
         return repr(v)
 
     path = f"metadata[{quote(key)}]"
-    if op == "$in":
-        terms = [f"{path} == {literal(v)}" for v in value]
-        return terms[0] if len(terms) == 1 else "(" + " or ".join(terms) + ")"
-    if op == "$ne":
-        return f"({path} is null or {path} != {literal(value)})"
-    symbol = {"$eq": "==", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    return f"{path} {symbol} {literal(value)}"
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+        return f"{path} {symbol} {literal(value)}"
+    lits = [literal(v) for v in (value if op == "$in" else [value])]
+    contains = f"json_contains_any({path}, [{', '.join(lits)}])"
+    any_of = "(" + " or ".join([f"{path} == {lit}" for lit in lits] + [contains]) + ")"
+    return f"({path} is null or not {any_of})" if op == "$ne" else any_of
     ### END SOLUTION
 
 

@@ -171,8 +171,10 @@ def test_dense_search_equals_faiss_on_the_help_centre(server, encoder, hc, hc_ch
                              mode="dense").build(hc_chunks)
     assert milvus.items_ == ours.items_ and milvus.corpus_fingerprint == ours.corpus_fingerprint
     questions = encoder.encode_queries([q.standalone for q in hc.questions])
+    with pytest.raises(ValueError, match="before 2.5"):   # dates need like '____-__-__%'
+        milvus.store_.search(questions[:1], 10, {"updated": {"$gte": "2025-01-01"}})
     for where in (None, {"status": {"$ne": "superseded"}},
-                  {"access": ["public", "customer"], "updated": {"$gte": "2025-01-01"}}):
+                  {"access": ["public", "customer"], "department": {"$ne": "billing"}}):
         (faiss_ids, faiss_scores), (milvus_ids, milvus_scores) = (
             s.search(questions, 10, where) for s in (ours.store_, milvus.store_))
         overlaps = [overlap_at_k(a, b, 10) for a, b in zip(faiss_ids, milvus_ids, strict=True)]
@@ -189,7 +191,8 @@ def test_hostile_filters_select_exactly_what_matches_selects(server):
     """The 300 random filters of tests/test_milvus.py (quotes, backslashes, newlines, numbers
     vs strings, bools, None, missing keys, lists, tuples) over TCP: the server's filtered
     search returns what ``matches`` selects, and the few a server before 2.5 cannot write
-    (those that must exclude None) raise instead of returning something else."""
+    (those that must exclude None, and orderings on dates) raise instead of returning
+    something else."""
     rng = random.Random(0)
     items = [Document(id=f"item-{i}", text=f"item {i}", metadata=random_metadata(rng))
              for i in range(60)]
@@ -209,7 +212,7 @@ def test_hostile_filters_select_exactly_what_matches_selects(server):
         expected = {r["id"] for r in records if matches(r["metadata"], where)}
         ids, _ = store.search(query, k=len(records), where=where)
         assert set(ids[0]) == expected, (where, milvus_filter(where, old_server=True))
-    assert refused < 60, refused
+    assert refused < 80, refused     # those excluding None, and date orderings (no '_' in like)
     store.close()
 
 

@@ -126,13 +126,16 @@ def test_and_translates_for_milvus_as_more_and_terms():
     terms = translate_where({"a": 1, "$and": [{"b": 2}, {"$and": [{"a": {"$ne": 3}}]}]},
                             lambda key, op, v: (key, op, v))
     assert terms == [("a", "$eq", 1), ("b", "$eq", 2), ("a", "$ne", 3)]
+    public = ('(m == "public" or json_contains_any(m, ["public"]))'
+              .replace("m", 'metadata["access"]'))
+    internal = public.replace("public", "internal")
     assert milvus_filter(scoped({"access": "internal"}, {"access": ["public"]})) == \
-        'metadata["access"] == "public" and metadata["access"] == "internal"'
+        f'{public} and {internal}'
     assert milvus_filter(scoped({"access": {"$nin": ["public"]}},
                                 {"access": {"$ne": "internal"}})) == (
-        '(metadata["access"] is null or metadata["access"] != "internal") and '
+        f'(metadata["access"] is null or not {internal}) and '
         'metadata["access"] is not null and '
-        '(metadata["access"] is null or metadata["access"] != "public")')
+        f'(metadata["access"] is null or not {public})')
 
 
 @pytest.mark.needs_milvus

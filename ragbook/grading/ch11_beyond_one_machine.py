@@ -16,9 +16,9 @@ CHAPTER = Chapter("11-beyond-one-machine")
 @CHAPTER.exercise(
     "milvus_term",
     "metadata[<quoted key>] <operator> <literal>: strings in double quotes with \\ and \" "
-    "(and newline, return, tab) escaped, bools as true/false; $ne also lets a missing key "
-    "through (is null or ...); $in is == terms joined by or, in parentheses when there are "
-    "several")
+    "(and newline, return, tab) escaped, bools as true/false; $eq/$in are == terms plus "
+    "json_contains_any(path, [values]), joined by or in parentheses (a JSON array equals no "
+    "scalar); $ne is (path is null or not <that test>)")
 def milvus_term_cases():
     """One filter term per operator, on strings, numbers, bools and keys that need quoting."""
     for key, op, value in (("status", "$eq", "current"), ("seats", "$gte", 10),
@@ -26,7 +26,8 @@ def milvus_term_cases():
                            ("status", "$ne", "superseded"), ("plan", "$in", ["pro"]),
                            ("plan", "$in", ["pro", "team", "enterprise"]),
                            ("title", "$eq", 'the "new" policy'), ("path", "$eq", "C:\\data"),
-                           ("note", "$eq", "two\nlines"), ('odd "key"', "$gt", 1)):
+                           ("note", "$eq", "two\nlines"), ('odd "key"', "$gt", 1),
+                           ("access", "$ne", "internal"), ("n", "$eq", -2)):
         yield Case((key, op, value), expressions.milvus_filter({key: {op: value}}))
 
 

@@ -2,7 +2,7 @@
 
 Milvus filters a search with a boolean expression over the collection's fields; ragbook
 keeps metadata in one JSON field, so ``{"status": "current"}`` becomes
-``metadata["status"] == "current"``. Three things make the translation more than string
+``metadata["status"] == "current"``. Four things make the translation more than string
 formatting:
 
 * **Missing keys.** ``ragbook.filters.matches`` lets an item without the key pass ``$ne``
@@ -14,10 +14,14 @@ formatting:
   surrogate) raises, naming the key.
 * **``in`` on a JSON path.** Milvus Lite rejects ``metadata["k"] in [...]``, so a list
   becomes ``==`` terms joined by ``or`` (a Milvus server accepts both).
+* **List values.** A list in the metadata is a set of values (``ragbook.filters``), and a
+  JSON array equals no scalar, so every ``==`` test also asks ``json_contains_any``;
+  ``$ne``/``$nin`` are the negation of that whole test,
+  so an item with any excluded value is out, as in Python.
 
->>> milvus_filter({"department": "community", "status": {"$ne": "superseded"}})
-'metadata["department"] == "community" and (metadata["status"] is null or \
-metadata["status"] != "superseded")'
+>>> milvus_filter({"status": {"$ne": "superseded"}})
+'(metadata["status"] is null or not (metadata["status"] == "superseded" or \
+json_contains_any(metadata["status"], ["superseded"])))'
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from typing import Any
 
 from ..filters import translate_where
 
-__all__ = ["milvus_filter", "ids_filter", "MATCH_NOTHING"]
+__all__ = ["milvus_filter", "ids_filter", "any_of", "MATCH_NOTHING"]
 
 MATCH_NOTHING = "false"    # what milvus_filter returns for a filter no item can pass
 _OPS = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -69,9 +73,9 @@ def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata", *,
     escaped; one that cannot be written raises, naming the key. ``old_server=True`` writes
     for a Milvus server before 2.5 (``_old_server_term``).
 
-    >>> milvus_filter({"plan": ["pro", "team"], "updated": {"$gte": "2025-01-01"}})
-    '(metadata["plan"] == "pro" or metadata["plan"] == "team") and \
-metadata["updated"] >= "2025-01-01"'
+    >>> milvus_filter({"plan": ["pro", "team"], "seats": {"$gte": 10}})
+    '(metadata["plan"] == "pro" or metadata["plan"] == "team" or \
+json_contains_any(metadata["plan"], ["pro", "team"])) and metadata["seats"] >= 10'
     """
     def term(key: str, op: str, value: Any) -> str:
         path = f"{field}[{_string(key, f'where key {key!r}')}]"
@@ -81,31 +85,50 @@ metadata["updated"] >= "2025-01-01"'
         if op in ("$in", "$nin"):
             vals = [_literal(v, f"a value in {what}") for v in value if v is not None]
             if op == "$in":
-                if not vals:  # matches(): None never equals anything; [] holds nothing
-                    return MATCH_NOTHING
-                ors = " or ".join(f"{path} == {v}" for v in vals)
-                return f"({ors})" if len(vals) > 1 else ors
-            ands = " and ".join(f"{path} != {v}" for v in vals)
+                # matches(): None never equals anything; [] holds nothing
+                return any_of(path, vals) if vals else MATCH_NOTHING
             if any(v is None for v in value):  # a null value is "in" [None]: exclude it
-                return f"({path} is not null and {ands})" if vals else f"{path} is not null"
-            if len(vals) > 1:
-                ands = f"({ands})"
-            return f"({path} is null or {ands})" if vals else ""
+                return (f"({path} is not null and not {any_of(path, vals)})" if vals
+                        else f"{path} is not null")
+            return f"({path} is null or not {any_of(path, vals)})" if vals else ""
         if value is None:
             if op == "$ne":
                 return f"{path} is not null"
             if op == "$eq":
                 return MATCH_NOTHING
-            raise ValueError(f"{what} is None; an ordering needs a number or a str")
+            raise ValueError(f"{what} is None; an ordering needs a number or a date")
         lit = _literal(value, what)
         if op == "$ne":
-            return f"({path} is null or {path} != {lit})"
-        return f"{path} {_OPS[op]} {lit}"
+            return f"({path} is null or not {any_of(path, [lit])})"
+        if op == "$eq":
+            return any_of(path, [lit])
+        return _ordering(path, op, value, lit)
 
     terms = [t for t in translate_where(where, term) if t]
     if MATCH_NOTHING in terms:
         return MATCH_NOTHING
     return " and ".join(terms)
+
+
+def _ordering(path: str, op: str, value: Any, lit: str) -> str:
+    """An ordering on a number, or on an ISO date (``validate_where`` refused other text):
+    Milvus compares strings as text, so a date also asks that the stored text be shaped like
+    one (``"later" >= "2025-01-01"`` as text would hold). (A server before 2.5 matches
+    nothing with ``_`` in ``like``, measured on 2.3.5: ``_old_server_term`` refuses dates.)"""
+    cmp = f"{path} {_OPS[op]} {lit}"
+    return f'({path} like "____-__-__%" and {cmp})' if isinstance(value, str) else cmp
+
+
+def any_of(path: str, literals: list[str]) -> str:
+    """The JSON value at ``path`` is one of ``literals``, or is an array holding one of them
+    (``json_contains_any``: a JSON array equals no scalar).
+
+    >>> any_of('m["plan"]', ['"pro"'])
+    '(m["plan"] == "pro" or json_contains_any(m["plan"], ["pro"]))'
+    """
+    eqs = [f"{path} == {lit}" for lit in literals]   # json_contains(p, -2) does not parse:
+    contains = f"json_contains_any({path}, [{', '.join(literals)}])"   # the list form does
+    return f"({' or '.join([*eqs, contains])})"
 
 
 _TWINS = {"true": "1", "false": "0", "1": "true", "0": "false", "1.0": "true",
@@ -128,21 +151,21 @@ def _old_server_term(path: str, op: str, value: Any, what: str, key: str) -> str
                          f"before 2.5 cannot parse it (nor tell a JSON null from a value); "
                          f"filter on the values you want instead (e.g. {{{key!r}: [...]}}), "
                          f"or use Milvus >= 2.5 or Milvus Lite")
+    if op in _PY and isinstance(value, str):
+        raise ValueError(f"{what} compares ISO dates, which needs a 'like' pattern with '_' to "
+                         f"tell a date from other text: Milvus servers before 2.5 match "
+                         f"nothing with it; use Milvus >= 2.5 or Milvus Lite, or store the "
+                         f"date as a number (20250601)")
     if op in _PY:
-        bools = [f"{path} == {b}" for b, n in (("true", 1), ("false", 0))
-                 if not isinstance(value, str) and _PY[op](n, value)]
+        bools = [f"{path} == {b}" for b, n in (("true", 1), ("false", 0)) if _PY[op](n, value)]
         cmp = f"{path} {_OPS[op]} {_literal(value, what)}"
         return f"({' or '.join([cmp, *bools])})" if bools else cmp
     lits = [_literal(v, what) for v in (value if op in ("$in", "$nin") else [value])
             if v is not None]
     lits = list(dict.fromkeys(t for lit in lits for t in (lit, _TWINS.get(lit)) if t))
     if op in ("$eq", "$in"):
-        if not lits:
-            return MATCH_NOTHING
-        ors = " or ".join(f"{path} == {t}" for t in lits)
-        return f"({ors})" if len(lits) > 1 else ors
-    ands = " and ".join(f"{path} != {t}" for t in lits)       # $ne, $nin
-    return f"({ands})" if len(lits) > 1 else ands
+        return any_of(path, lits) if lits else MATCH_NOTHING
+    return f"not {any_of(path, lits)}" if lits else ""         # $ne, $nin ([]: no limit)
 
 
 def ids_filter(ids, field: str = "id") -> str:
