@@ -12,7 +12,6 @@ outside the scope as that predicate defines it."""
 import logging
 import random
 from datetime import datetime
-from importlib.util import find_spec
 
 import pytest
 from hypothesis import given, settings
@@ -24,8 +23,6 @@ from ragbook.filters import matches, scoped, validate_where
 from ragbook.stores import FaissStore, MilvusStore
 from ragbook.types import Document
 
-HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
-needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason='needs pip install "ragbook[milvus]"')
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
 GROUPS = ["public", "internal", "secret", "customer"]
@@ -207,7 +204,7 @@ def test_no_retriever_returns_an_item_outside_the_scope(make, exact, encoder):
     check_retriever(make(encoder), exact)
 
 
-@needs_milvus
+@pytest.mark.needs_milvus
 def test_no_milvus_search_returns_an_item_outside_the_scope(encoder, tmp_path):
     from ragbook.milvus_retriever import MilvusRetriever
 
