@@ -201,7 +201,7 @@ def _holds(op: str, value: Any, arg: Any) -> bool:
     if not values:
         return False                         # missing or empty: fails every positive condition
     if op in _RANGES:
-        if len(values) > 1 or isinstance(value, (list, tuple)):
+        if isinstance(value, (list, tuple)):
             return False                     # an ordering never holds for a list
         v, a = _comparable(values[0]), _comparable(arg)
         if v is None or a is None or type(v) is not type(a):
@@ -298,7 +298,7 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
         raise ValueError(f"scope must be a non-empty filter like {{'access': ['public']}} "
                          f"(or None for no scope), got {scope!r:.60}")
     scope = validate_where(scope)
-    if not any(True for _ in _conditions(scope)):
+    if next(_conditions(scope), None) is None:
         raise ValueError(f"scope {scope!r:.80} constrains nothing, so it would grant every "
                          f"item: a user with no groups needs a scope no item passes (e.g. "
                          f"{{'access': {{'$in': []}}}}) or no search at all; scope=None is how "
