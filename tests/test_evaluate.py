@@ -1,5 +1,6 @@
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from ragbook import Encoder
@@ -124,6 +125,47 @@ def test_compare_runs_table():
     assert "Δmrr@10" in text and text.splitlines()[1].startswith("a")
 
 
+def test_holm_matches_the_step_down_definition():
+    """Holm (1979) by hand: sorted p (0.01, 0.03, 0.04) times (3, 2, 1), made monotone."""
+    from ragbook.evaluate import holm
+
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5] and holm([]) == []
+    assert holm([0.4, 0.6, 0.9]) == pytest.approx([1.0, 1.0, 1.0])
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        p = list(rng.uniform(0, 0.2, size=6))
+        adj = holm(p)
+        assert all(a >= b for a, b in zip(adj, p, strict=True))             # never smaller
+        assert all(a <= min(1, 6 * b) + 1e-12 for a, b in zip(adj, p, strict=True))  # ≤ Bonferroni
+        order = sorted(range(6), key=p.__getitem__)
+        assert all(adj[i] <= adj[j] for i, j in zip(order, order[1:], strict=False))     # monotone
+
+
+def test_many_comparisons_widen_the_intervals_and_say_so():
+    """Three systems against one baseline: each Δ interval is the Bonferroni one (wider
+    than a lone comparison's), p are Holm-adjusted, and the table says so in a line."""
+    rng = np.random.default_rng(1)
+    qrels = {f"q{i}": {"gold": 1} for i in range(60)}
+
+    def run(p_first):
+        return {q: ({"gold": 2, "x": 1} if rng.random() < p_first else {"x": 2, "gold": 1})
+                for q in qrels}
+
+    runs = {"base": run(0.5), "b": run(0.6), "c": run(0.7), "d": run(0.8)}
+    many = compare_runs(qrels, runs, ["mrr@10"], baseline="base")
+    lone = compare_runs(qrels, {"base": runs["base"], "c": runs["c"]}, ["mrr@10"],
+                        baseline="base")
+    wide, narrow = many[2]["Δmrr@10"], lone[1]["Δmrr@10"]
+    assert wide[0] == narrow[0] and wide[1] < narrow[1] and wide[2] > narrow[2]
+    assert many[2]["p(mrr@10)"] >= lone[1]["p(mrr@10)"]
+    assert lone.correction == "" and "Holm" not in format_table(lone)
+    assert format_table(many).splitlines()[-1] == many.correction
+    assert many.correction.startswith("3 comparisons with 'base'") and "Holm" in many.correction
+    with pytest.raises(ValueError, match="baseline 'dense' is not one of the runs"):
+        compare_runs(qrels, runs, ["mrr@10"], baseline="dense")
+
+
 def test_a_wide_table_prints_long_in_three_columns():
     """Many metrics with intervals and differences would run past a notebook's width: the
     table turns into run / metric / value lines, each value with its difference and p."""
@@ -135,7 +177,8 @@ def test_a_wide_table_prints_long_in_three_columns():
     long = format_table(rows)
     lines = long.splitlines()
     assert max(map(len, lines)) <= 100 and lines[0].split()[:2] == ["run", "metric"]
-    assert len(lines) == 1 + 2 * len(metrics)
+    assert len(lines) == 1 + 2 * len(metrics) + 1
+    assert lines[-1].startswith("5 comparisons with 'a'")
     assert lines[1].startswith("a ") and "Δ" not in lines[1]
     assert lines[6].startswith("b ") and lines[6].split()[1] == "recall@1"
     b_mrr = lines[6 + metrics.index("mrr@10")]
