@@ -31,7 +31,7 @@ from .text import sentences
 from .types import Document, Hit
 
 __all__ = ["Question", "LabelledSet", "ReaderExample", "data_dir", "load_helpcentre",
-           "load_pydocs", "load_reader_set", "ReadingTask", "load_reading_tasks",
+           "load_pydocs", "load_ninja", "load_reader_set", "ReadingTask", "load_reading_tasks",
            "generate_tickets", "split_front_matter", "CATEGORIES"]
 
 CATEGORIES = ("paraphrase", "exact_token", "follow_up", "plausible_neighbour",
@@ -191,16 +191,29 @@ def load_helpcentre(include_superseded: bool = True) -> LabelledSet:
     docs = [_read_article(p) for p in sorted((root / "articles").glob("*.md"))]
     if not include_superseded:
         docs = [d for d in docs if d.metadata.get("status") != "superseded"]
+    questions = _read_questions(sorted((root / "questions").glob("*.jsonl")))
+    return LabelledSet("helpcentre", tuple(docs), questions)
+
+
+def _read_questions(paths: Iterable[Path]) -> tuple[Question, ...]:
+    """The labelled questions of JSONL files (unknown keys go to ``extra``), sorted by id."""
     questions = []
-    for path in sorted((root / "questions").glob("*.jsonl")):
-        for row in _read_jsonl(path):
-            row = dict(row)
-            questions.append(Question(
-                id=row.pop("id"), text=row.pop("question"), category=row.pop("category"),
-                split=row.pop("split"), gold=tuple(row.pop("gold", ())),
-                answers=tuple(row.pop("answers", ())), turns=tuple(row.pop("turns", ())),
-                condensed=row.pop("condensed", None), extra=row))
-    return LabelledSet("helpcentre", tuple(docs), tuple(sorted(questions, key=lambda q: q.id)))
+    for row in (dict(r) for path in paths for r in _read_jsonl(path)):
+        questions.append(Question(
+            id=row.pop("id"), text=row.pop("question"), category=row.pop("category"),
+            split=row.pop("split"), gold=tuple(row.pop("gold", ())),
+            answers=tuple(row.pop("answers", ())), turns=tuple(row.pop("turns", ())),
+            condensed=row.pop("condensed", None), extra=row))
+    return tuple(sorted(questions, key=lambda q: q.id))
+
+
+@lru_cache(maxsize=1)
+def load_ninja() -> LabelledSet:
+    """The Ninja manual (``data/ninja``, 38 sections) no chapter uses, and hand-written
+    questions with gold section and verbatim span (12 unanswerable): ``bench/unseen.py``."""
+    root = data_dir() / "ninja"
+    docs = [_read_article(p) for p in sorted((root / "manual").glob("*.md"))]
+    return LabelledSet("ninja", tuple(docs), _read_questions([root / "questions.jsonl"]))
 
 
 # -- Python docs ---------------------------------------------------------------------------
