@@ -65,6 +65,8 @@ from .retrieval import (
 )
 from .serving import ChatServer
 from .stores import FaissStore, MilvusStore
+from .tuned import SettingsMismatchError, load_settings, save_settings
+from .tuning import TuneReport, tune
 from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 
 __version__ = "0.1.0"
@@ -88,5 +90,6 @@ __all__ = [
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
     "LLMUnavailableError", "LLMResponseError",
     "compare_runs", "format_table", "retrieve_run",
+    "tune", "TuneReport", "load_settings", "save_settings", "SettingsMismatchError",
     "load_helpcentre", "load_pydocs", "load_reader_set", "load_reading_tasks", "generate_tickets",
 ]

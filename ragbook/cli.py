@@ -3,11 +3,14 @@
     ragbook index docs/ --out my-index          documents -> chunks -> dense + BM25, saved
     ragbook ask my-index "refund window?"       retrieve -> read -> answer, or escalate
     ragbook eval my-index questions.jsonl       chapter 4's table for dense, BM25, hybrid
+    ragbook eval ... --against baseline.json    the regression gate (--save writes a baseline)
+    ragbook tune my-index questions.jsonl --out tuned.json   settings the labels support
 
 Exit codes: 0 success (an escalated answer is a success: it is the right outcome for a
 question the documents cannot answer), 1 a failure while running (missing or corrupt index,
-unreadable input), 2 a usage error. Every error is one line on stderr,
-``ragbook: error: <what went wrong>; <what to do>``; ``--debug`` shows the traceback instead.
+unreadable input), 2 a usage error, 3 the regression gate failed (``eval --against``). Every
+error is one line on stderr, ``ragbook: error: <what went wrong>; <what to do>``;
+``--debug`` shows the traceback instead.
 """
 from __future__ import annotations
 
@@ -20,20 +23,19 @@ import warnings
 from pathlib import Path
 
 from . import models
+from .commands import eval_command, load_index, tune_command
 from .embeddings import Encoder
-from .evaluate import compare_runs, format_table, run_from_hits
-from .fusion import HybridRetriever
 from .ingest import read_documents, sync_index
 from .persist import CorruptIndexError
 from .pipeline import Pipeline
+from .questions import read_questions
 from .readers import GenerativeReader
 from .retrieval import CONFIDENCE_KINDS
+from .tuned import load_settings
 
 __all__ = ["main", "build_parser", "read_questions"]
 
 PROG = "ragbook"
-METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
-EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 
 
 class UsageError(Exception):
@@ -139,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "model (RAGBOOK_LLM_BASE_URL and RAGBOOK_LLM_MODEL, else the profile's "
                    "local generator) instead of quoting a sentence; it streams, each sentence "
                    "shown once its citation is checked")
+    p.add_argument("--settings", metavar="FILE", help="retrieve with the settings 'ragbook "
+                   "tune' wrote for this index (refused for another index)")
     p.set_defaults(run=_ask)
 
     p = command("eval", "measure retrieval on labelled questions",
@@ -147,7 +151,33 @@ def build_parser() -> argparse.ArgumentParser:
                 "recall@10, MRR@10 and nDCG@10, each with a 95% bootstrap interval.")
     p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
     p.add_argument("questions", metavar="QUESTIONS", help="JSONL file of labelled questions")
+    p.add_argument("--settings", metavar="FILE", help="also score the settings 'ragbook tune' "
+                   "wrote (the run 'tuned')")
+    p.add_argument("--save", metavar="FILE", help="write every question's values to FILE, a "
+                   "baseline for --against")
+    p.add_argument("--against", metavar="FILE", help="regression gate: compare with a "
+                   "baseline saved by --save; exit code 3 when the paired 95%% CI of "
+                   "ΔMRR@10 lies wholly below -MARGIN, listing the questions that got worse")
+    p.add_argument("--margin", type=_finite, default=0.01, help="the MRR@10 loss the gate "
+                   "tolerates (default 0.01)")
+    p.add_argument("--run", dest="gated", choices=("dense", "bm25", "hybrid", "tuned"),
+                   help="the run the gate compares (default: tuned with --settings, else "
+                   "hybrid)")
     p.set_defaults(run=_eval)
+
+    p = command("tune", "choose retrieval settings on labelled questions",
+                "Measure a small space of settings (dense, BM25, hybrid variants; no second "
+                "stage, MaxSim blend, a learned reranker) on QUESTIONS with every question "
+                "held out once (k-fold, nested for the choice), adopt one only when its "
+                "held-out gain over dense is supported after correcting for the number of "
+                "settings, and write it to OUT for 'ragbook ask --settings'.")
+    p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
+    p.add_argument("questions", metavar="QUESTIONS", help="JSONL file of labelled questions")
+    p.add_argument("--out", required=True, metavar="FILE", help="settings file to write")
+    p.add_argument("--folds", type=_whole(2), default=5, help="cross-validation folds "
+                   "(default 5)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the split (default 0)")
+    p.set_defaults(run=_tune)
     return parser
 
 
@@ -260,19 +290,6 @@ def _index(args) -> int:
 
 
 # -- ask -------------------------------------------------------------------------------------
-def _load(path: str):
-    path = Path(path)
-    if not (path / "manifest.json").is_file():
-        what = "does not exist" if not path.exists() else "is not a ragbook index"
-        raise FileNotFoundError(f"{str(path)!r} {what}; build one with "
-                                f"'ragbook index SRC --out {path}'")
-    try:
-        return HybridRetriever.load(path)
-    except CorruptIndexError as err:   # the library's advice is for library users
-        raise CorruptIndexError(re.split(r"[;:] rebuild", err.problem)[0],
-                                f"rebuild it with 'ragbook index SRC --out {path}'") from None
-
-
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -314,10 +331,18 @@ def _ask(args) -> int:
         raise UsageError("--scope names a KEY twice; give its values once, comma-separated "
                          "(--scope access=public,customer)")
     models.use_threads(models.free_cores())  # one question: no more threads than idle cores
-    retriever = _load(args.index)
+    retriever = load_index(args.index)
     reader = GenerativeReader(keep=args.keep) if args.generative else None
-    pipeline = Pipeline(retriever, reader=reader, keep=args.keep,
-                        min_confidence=args.min_confidence, min_confidence_kind="cosine",
+    tuned = (load_settings(args.settings, retriever) if args.settings else
+             {"retriever": retriever})
+    kind = (tuned.get("reranker") or tuned["retriever"]).confidence_kind
+    if kind != "cosine":   # the cosine floor means nothing on another kind of score
+        _warn(f"--min-confidence is a cosine, but with these settings the confidence is a "
+              f"{kind} score: no threshold applies (calibrate one with Pipeline.calibrate)")
+        args.min_confidence = None
+    pipeline = Pipeline(**tuned, reader=reader, keep=args.keep,
+                        min_confidence=args.min_confidence,
+                        min_confidence_kind=kind if args.min_confidence is not None else None,
                         trace_path=args.trace)
     shown = ""
     if reader is not None and not args.json:     # stream: verified sentences as they come
@@ -356,70 +381,13 @@ def _ask(args) -> int:
 
 
 # -- eval ------------------------------------------------------------------------------------
-def read_questions(path: str | Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """``(id, question, gold)`` per line of a JSONL file of ``{"id", "question", "gold"}``
-    objects (``gold``: a list of document ids; missing = unlabelled). Other keys are ignored,
-    so ``data/helpcentre/questions/*.jsonl`` read as is. Errors name the line and field."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{str(path)!r} is not a file; give a JSONL file of "
-                                f'{{"id", "question", "gold"}} objects')
-    out, seen = [], {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not UTF-8 text (byte offset {err.start}); convert "
-                         f"it, e.g. iconv -f latin1 -t utf-8") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{str(path)!r} line {n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where} is not valid JSON ({err.msg} at column {err.colno}); "
-                             f"write one JSON object per line") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{where} is a JSON {type(row).__name__}, not an object; write "
-                             f'{{"id": ..., "question": ..., "gold": [...]}} per line')
-        for field in ("id", "question"):
-            if not isinstance(row.get(field), str) or not row[field].strip():
-                got = "missing" if field not in row else f"{row[field]!r:.40}"
-                raise ValueError(f"{where}: field {field!r} must be a non-empty str, got {got}")
-        gold = row.get("gold", [])
-        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-            raise ValueError(f"{where}: field 'gold' must be a list of document ids (str), got "
-                             f"{gold!r:.40}")
-        if row["id"] in seen:
-            raise ValueError(f"{where} repeats the id {row['id']!r} of line {seen[row['id']]}; "
-                             f"question ids must be unique")
-        seen[row["id"]] = n
-        out.append((row["id"], row["question"], tuple(gold)))
-    return out
-
-
 def _eval(args) -> int:
-    questions = read_questions(args.questions)
-    labelled = [(q, text, gold) for q, text, gold in questions if gold]
-    if not labelled:
-        raise ValueError(f"no question in {args.questions!r} has gold document ids; add "
-                         f'"gold": ["doc-id", ...] to the lines to score')
-    retriever = _load(args.index)
-    known = {r["doc_id"] for r in retriever.items_}
-    unknown = sorted({g for _, _, gold in labelled for g in gold} - known)
-    if unknown:
-        _warn(f"{len(unknown)} gold ids are not documents of the index (e.g. {unknown[0]!r}); "
-              f"they can never be found: check that the questions label this corpus")
-    qrels = {q: {g: 1 for g in gold} for q, _, gold in labelled}
-    hits: dict[str, dict] = {"dense": {}, "bm25": {}, "hybrid": {}}
-    for q, text, _ in labelled:
-        hits["dense"][q] = retriever.dense.search(text, k=EVAL_DEPTH)
-        hits["bm25"][q] = retriever.bm25.search(text, k=EVAL_DEPTH)
-        hits["hybrid"][q] = retriever.search(text, k=EVAL_DEPTH)
-    runs = {name: run_from_hits(h, level="doc") for name, h in hits.items()}
-    skipped = len(questions) - len(labelled)
-    print(f"{len(labelled)} questions" + (f" ({skipped} without gold ids not scored)"
-                                           if skipped else "")
-          + "; documents judged by their best chunk; mean [95% bootstrap CI]")
-    print(format_table(compare_runs(qrels, runs, list(METRICS))))
-    return 0
+    return eval_command(args.index, args.questions, settings=args.settings, save=args.save,
+                        against=args.against, margin=args.margin, run=args.gated, warn=_warn)
+
+
+def _tune(args) -> int:
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out!r} is a folder; give a file path, e.g. --out "
+                         f"tuned.json")
+    return tune_command(args.index, args.questions, args.out, folds=args.folds, seed=args.seed)

@@ -1,0 +1,119 @@
+"""What ``ragbook eval`` and ``ragbook tune`` do once their arguments are parsed: load the
+index, score it on labelled questions, save or gate a baseline, tune and write settings.
+
+The command line (``ragbook.cli``) only parses and prints errors; these functions take
+plain values and a ``say`` callback for their output, so tests and notebooks can call them.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from .evaluate import compare_runs, format_table, run_from_hits
+from .fusion import HybridRetriever
+from .gate import GATE_METRIC, gate, load_baseline, per_question, save_baseline
+from .persist import CorruptIndexError
+from .questions import labelled, read_questions
+from .tuned import load_settings, save_settings
+from .tuning import tune
+
+__all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
+           "eval_command", "tune_command"]
+
+EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
+EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
+GATE_FAILED = 3  # exit code: the regression gate failed
+
+
+def load_index(path: str | Path) -> HybridRetriever:
+    """A saved index, or an error that says which command builds one."""
+    path = Path(path)
+    if not (path / "manifest.json").is_file():
+        what = "does not exist" if not path.exists() else "is not a ragbook index"
+        raise FileNotFoundError(f"{str(path)!r} {what}; build one with "
+                                f"'ragbook index SRC --out {path}'")
+    try:
+        return HybridRetriever.load(path)
+    except CorruptIndexError as err:   # the library's advice is for library users
+        raise CorruptIndexError(re.split(r"[;:] rebuild", err.problem)[0],
+                                f"rebuild it with 'ragbook index SRC --out {path}'") from None
+
+
+def eval_runs(retriever: HybridRetriever, questions, settings: str | Path | None = None
+              ) -> dict[str, dict]:
+    """Document-level runs of dense, BM25 and the hybrid, each ``EVAL_DEPTH`` deep, and of
+    the tuned settings file (``settings``: its first stage's candidates, reordered by its
+    second stage) as ``"tuned"``."""
+    hits: dict[str, dict] = {"dense": {}, "bm25": {}, "hybrid": {}}
+    tuned = load_settings(settings, retriever) if settings is not None else None
+    if tuned is not None:
+        hits["tuned"] = {}
+    for q, text, _ in questions:
+        hits["dense"][q] = retriever.dense.search(text, k=EVAL_DEPTH)
+        hits["bm25"][q] = retriever.bm25.search(text, k=EVAL_DEPTH)
+        hits["hybrid"][q] = retriever.search(text, k=EVAL_DEPTH)
+        if tuned is not None:
+            pool = tuned["retriever"].search(text, k=tuned["candidates"])
+            hits["tuned"][q] = (tuned["reranker"].order(text, pool, k=len(pool))
+                                if tuned["reranker"] is not None and pool else pool)
+    return {name: run_from_hits(h, level="doc") for name, h in hits.items()}
+
+
+def eval_command(index, questions_path, *, settings=None, save=None, against=None,
+                 margin: float = 0.01, run: str | None = None,
+                 say: Callable[[str], None] = print,
+                 warn: Callable[[str], None] = print) -> int:
+    """``ragbook eval``: the table, then ``--save`` and ``--against`` (the regression gate on
+    ``run``'s MRR@10: ``"tuned"`` with ``settings``, else ``"hybrid"``). Returns the exit
+    code: 0, or ``GATE_FAILED`` when the gate fails."""
+    questions = read_questions(questions_path)
+    scored = labelled(questions, questions_path)
+    retriever = load_index(index)
+    known = {r["doc_id"] for r in retriever.items_}
+    unknown = sorted({g for _, _, gold in scored for g in gold} - known)
+    if unknown:
+        warn(f"{len(unknown)} gold ids are not documents of the index (e.g. {unknown[0]!r}); "
+             f"they can never be found: check that the questions label this corpus")
+    qrels = {q: {g: 1 for g in gold} for q, _, gold in scored}
+    runs = eval_runs(retriever, scored, settings)
+    run = run or ("tuned" if settings is not None else "hybrid")
+    if run not in runs:
+        raise ValueError(f"--run {run!r} is not one of the runs {sorted(runs)}; name one of "
+                         f"them (tuned needs --settings)")
+    skipped = len(questions) - len(scored)
+    say(f"{len(scored)} questions" + (f" ({skipped} without gold ids not scored)"
+                                      if skipped else "")
+        + "; documents judged by their best chunk; mean [95% bootstrap CI]")
+    say(format_table(compare_runs(qrels, runs, list(EVAL_METRICS))))
+    values = per_question(qrels, runs, list(dict.fromkeys([*EVAL_METRICS, GATE_METRIC])))
+    if save is not None:
+        save_baseline(save, values, index=str(index), questions=str(questions_path),
+                      corpus_fingerprint=retriever.corpus_fingerprint,
+                      settings=str(settings) if settings is not None else None)
+        say(f"per-question values of {', '.join(runs)} saved to {save}; after a change, "
+            f"'ragbook eval {index} {questions_path} --against {save}' gates {run}")
+    if against is None:
+        return 0
+    base = load_baseline(against)
+    if run not in base["values"]:
+        raise ValueError(f"the baseline {str(against)!r} has no run {run!r} (it has "
+                         f"{', '.join(base['values'])}); choose one with --run")
+    if base.get("corpus_fingerprint") not in (None, retriever.corpus_fingerprint):
+        say(f"(the index changed since the baseline: corpus fingerprint "
+            f"{base['corpus_fingerprint']} then, {retriever.corpus_fingerprint} now)")
+    verdict = gate(base["values"][run][GATE_METRIC], values[run][GATE_METRIC], margin)
+    say(f"regression gate on {run} vs {against}: " + verdict.summary())
+    return GATE_FAILED if verdict.failed else 0
+
+
+def tune_command(index, questions_path, out, *, folds: int = 5, seed: int = 0,
+                 say: Callable[[str], None] = print, progress: bool = True) -> int:
+    """``ragbook tune``: tune on the labelled questions, print the report, write ``out``."""
+    retriever = load_index(index)
+    report = tune(retriever, questions_path, folds=folds, seed=seed, progress=progress)
+    say(report.text())
+    save_settings(out, report, retriever)
+    say(f"settings written to {out}; use them with 'ragbook ask {index} QUESTION --settings "
+        f"{out}' or Pipeline(**ragbook.load_settings({str(out)!r}, retriever))")
+    return 0
