@@ -35,7 +35,6 @@ Result(question='and on the free plan?', condensed='csv on free? and on the free
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import telemetry
+from . import calibration, telemetry
 from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .condense import RuleCondenser
@@ -51,7 +50,7 @@ from .conflicts import find_conflict
 from .filters import filter_keys, validate_where
 from .injection import instruction_like, planted_spans
 from .readers import default_extractive_reader
-from .result import Result, count_outcomes
+from .result import Result, outcome
 from .retrieval import (
     Reader,
     Reranker,
@@ -105,12 +104,10 @@ class Admitted:
 class Pipeline(Component):
     """Retriever → (reranker) → reader, with condensation, thresholds, escalation and a trace.
 
-    The pipeline composes its components through their contracts (``retrieval.Retriever``,
-    ``Reranker``, ``Reader``; checked here, so a wrong object fails when the pipeline is
-    built, naming the role) and never opens them: the retriever's ``retrieve`` does its own
-    stages with its own settings (a hybrid's depth, RRF constant, weights and floor are the
-    hybrid's), the reranker's ``min_rerank_score`` is the only rerank cut, the reader's
-    ``accepts`` its only span floor.
+    It composes its components through their contracts (``retrieval.Retriever``,
+    ``Reranker``, ``Reader``: checked here, naming the role) and never opens them: the
+    retriever's ``retrieve`` runs its own stages and settings, the reranker's
+    ``min_rerank_score`` is the only rerank cut, the reader's ``accepts`` its only span floor.
 
     Settings: ``candidates`` hits asked of the retriever (50), ``keep`` hits the reader reads
     (5), ``min_confidence`` the low-confidence threshold on the *confidence* — the best
@@ -125,9 +122,8 @@ class Pipeline(Component):
     two sentences) be an extractive answer — when one would be the best answer, the question
     escalates (``planted_instruction``: the page needs a person's eyes); when a genuine
     answer ranks above it, that answer is given and the trace notes ``planted_skipped``.
-    ``trace_path`` appends one JSON line per question (where it writes changes no answer:
-    it is a ``neutral_settings``). ``reader`` defaults to ``default_extractive_reader()``;
-    ``condenser`` to ``RuleCondenser()``.
+    ``trace_path`` appends one JSON line per question (a ``neutral_settings``). ``reader``
+    defaults to ``default_extractive_reader()``; ``condenser`` to ``RuleCondenser()``.
     """
 
     neutral_settings = frozenset({"trace_path"})
@@ -148,9 +144,8 @@ class Pipeline(Component):
                                  Reader, "reader")
         self.condenser = condenser if condenser is not None else RuleCondenser()
         self.candidates, self.keep = check_k(candidates, "candidates"), check_k(keep, "keep")
-        scorer = reranker if reranker is not None else retriever
         self.min_confidence = check_confidence_threshold(
-            min_confidence, scorer.confidence_kind, scorer.confidence_bounds(),
+            min_confidence, self._scorer.confidence_kind, self._scorer.confidence_bounds(),
             min_confidence_kind)
         self.min_confidence_kind = min_confidence_kind
         self.exclude_superseded, self.detect_conflicts = exclude_superseded, detect_conflicts
@@ -158,10 +153,14 @@ class Pipeline(Component):
         self.skip_instructions, self.trace_path = skip_instructions, trace_path
 
     @property
+    def _scorer(self):
+        """Whose score ``min_confidence`` is on: the reranker's, else the retriever's."""
+        return self.reranker if self.reranker is not None else self.retriever
+
+    @property
     def confidence_kind(self) -> str:
-        """What ``min_confidence`` is compared with: the reranker's score kind when there is a
-        reranker, else the retriever's confidence kind."""
-        return (self.reranker if self.reranker is not None else self.retriever).confidence_kind
+        """What ``min_confidence`` is compared with (``retrieval.CONFIDENCE_KINDS``)."""
+        return self._scorer.confidence_kind
 
     # -- everything before the thresholds ------------------------------------------------------
     def _where(self, where):
@@ -415,30 +414,35 @@ class Pipeline(Component):
                 f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
 
     def calibrate(self, prepared: Sequence[Prepared], questions: Sequence, *,
-                  wrong_cost: float = 2.0) -> Pipeline:
-        """A copy of this pipeline whose ``min_confidence`` (and ``min_confidence_kind``) is
-        the value that maximises (right answers − ``wrong_cost`` × wrong answers) over
-        ``prepared`` questions (labelled: ``gold`` doc ids, empty when unanswerable; counted
-        by ``result.count_outcomes``), trying every observed confidence; None when no
-        threshold pays. This pipeline is left as it is. Calibrate on dev, report on test::
-
-            calibrated = pipeline.calibrate(dev_prepared, dev_questions)
-            calibrated.min_confidence        # the threshold it chose
-        """
+                  wrong_cost: float | None = None, target_error: float | None = None,
+                  probability: float = 0.9, verbose: bool = True) -> Pipeline:
+        """A copy of this pipeline (this one is left as it is) with ``min_confidence`` and its
+        kind chosen on ``prepared`` labelled questions (``gold`` doc ids, empty when
+        unanswerable; judged by ``result.outcome``) by one of two rules (``calibration``):
+        maximise right − ``wrong_cost`` (default 2) × wrong; or, given ``target_error=α``,
+        the lowest threshold at which at most α of delivered answers are wrong with
+        ``probability``: ``calibrated.guarantee_`` (printed unless ``verbose=False``)."""
         if len(prepared) != len(questions) or not prepared:
             raise ValueError(f"need one Prepared per question, got {len(prepared)} and "
                              f"{len(questions)}")
-        grid = sorted({p.confidence for p in prepared if p.confidence is not None})
-        best, best_value = None, -math.inf
-        for th in [None, *grid]:
-            counts = count_outcomes(self.with_settings(min_confidence=th,
-                                                       min_confidence_kind=None),
-                                    prepared, questions)
-            value = counts["right"] - wrong_cost * counts["wrong"]
-            if value > best_value:
-                best, best_value = th, value
-        return self.with_settings(min_confidence=best, min_confidence_kind=None
-                                  if best is None else self.confidence_kind)
+        if wrong_cost is not None and target_error is not None:
+            raise ValueError("give wrong_cost (maximise right - wrong_cost x wrong) or "
+                             "target_error (a guarantee on the delivered error), not both")
+        base = self.with_settings(min_confidence=None, min_confidence_kind=None)
+        curve = calibration.risk_curve([p.confidence for p in prepared],
+                                       [outcome(base.decide(p), q.gold)
+                                        for p, q in zip(prepared, questions, strict=True)])
+        guarantee = None if target_error is None else calibration.controlled_threshold(
+            curve, len(prepared), target_error, probability)
+        best = (calibration.cost_threshold(curve, 2.0 if wrong_cost is None else wrong_cost)
+                if guarantee is None else self._scorer.confidence_bounds()[1]
+                if guarantee.escalate_all else guarantee.threshold)
+        calibrated = self.with_settings(min_confidence=best, min_confidence_kind=None
+                                        if best is None else self.confidence_kind)
+        calibrated.guarantee_ = guarantee
+        if verbose and guarantee is not None:
+            print(guarantee)
+        return calibrated
 
 
 def _inside(span: Span, planted: Mapping[str, Sequence[tuple[int, int]]]) -> bool:
