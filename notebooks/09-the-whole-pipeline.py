@@ -542,6 +542,76 @@ show_rates(f"  (wrong_cost 1: min_confidence {fmt(py_lenient)})", rates(py_pipel
 # questions on its own* — improve retrieval and reading there first (chapter 10), or accept a
 # cheaper wrong answer (the `wrong_cost 1` row shows what that buys).
 
+# %% [markdown]
+# ### A promise instead of a best guess
+#
+# The threshold above is the best one *on the dev questions*; it promises nothing about the
+# next question. `calibrate` can instead keep a stated promise: "at most α of the answers
+# delivered are wrong, with probability 1 − δ over the draw of the labelled questions"
+# (`target_error=α`, `probability=1 − δ`). Among the answers a threshold lets through, the
+# wrong ones are a binomial draw, so a binomial tail says how surprising so few wrong answers
+# would be if the true error were α; five thresholds fixed before any label is read (those
+# delivering 1/5, 2/5, … all of the answers) are each tested at δ/5, and the most permissive
+# that passes is kept (Learn then Test, Angelopoulos et al., 2021; `ragbook.calibration`).
+# When none passes, every question escalates: the promise kept the only way the labels allow.
+
+# %%
+for alpha in (0.3, 0.45):
+    print(f"target_error {alpha}: ", end="")
+    promised = pipeline.calibrate(hc_prepared["dev"], hc_dev, target_error=alpha, probability=0.9)
+promise = promised.guarantee_
+test_outs = [outcome(promised.decide(x), q.gold) for x, q in zip(hc_prepared["test"], hc_test)]
+test_delivered = [o for o in test_outs if o != "escalated"]
+print(f"on the test split at that threshold: {len(test_delivered)} of {len(hc_test)} answered, "
+      f"{test_delivered.count('wrong') / len(test_delivered):.0%} of them wrong "
+      f"(the promise: at most {promise.target_error:.0%})")
+
+# %% [markdown]
+# A promise costs labels. On the dev questions about three answers in ten are wrong at every
+# threshold — the most confident included — so 73 questions cannot rule out a true error of
+# 30%, and at α = 0.3 the pipeline would hand everything over. How many answers would it take?
+# At the dev split's own error rate, the smallest number of delivered answers whose binomial
+# test passes at δ/5:
+
+# %%
+from ragbook.calibration import binomial_p_value, risk_curve
+
+dev_all = risk_curve([x.confidence for x in hc_prepared["dev"]],
+                     [outcome(pipeline.with_settings(min_confidence=None).decide(x), q.gold)
+                      for x, q in zip(hc_prepared["dev"], hc_dev)])[-1]
+needed = next(n for n in range(10, 100_000, 10)
+              if binomial_p_value(round(n * dev_all.error), n, 0.3) <= 0.1 / 5)
+print(f"dev, no threshold: {dev_all.delivered} answers, {dev_all.error:.1%} wrong; to promise "
+      f"≤ 30% at that error rate takes about {needed:,} delivered answers")
+
+# %% [markdown]
+# The risk–coverage curve shows the whole trade on the test split: each threshold as the share
+# of questions answered (coverage) against the share of those answers that are wrong. Always
+# answering is the right end, always escalating the origin (no answers, no wrong ones); the
+# flat stretch is why no strict threshold could be certified — raising the floor drops right
+# and wrong answers alike.
+
+# %%
+test_curve = risk_curve([x.confidence for x in hc_prepared["test"]],
+                        [outcome(pipeline.with_settings(min_confidence=None).decide(x), q.gold)
+                         for x, q in zip(hc_prepared["test"], hc_test)])
+cov = [p.delivered / len(hc_test) for p in test_curve]
+err = [p.error for p in test_curve]
+fig, ax = plt.subplots(figsize=(7, 3.4))
+ax.plot(cov, err, drawstyle="steps-post", color="tab:blue", label="every threshold (test)")
+ax.scatter([cov[-1]], [err[-1]], color="tab:red", zorder=3, label="always answer")
+ax.scatter([0], [0], color="black", zorder=3, label="always escalate")
+ax.scatter([len(test_delivered) / len(hc_test)], [test_delivered.count("wrong") / len(test_delivered)],
+           marker="*", s=160, color="tab:green", zorder=4,
+           label=f"threshold promised on dev (α = {promise.target_error})")
+ax.axhline(promise.target_error, ls="--", color="gray", lw=1)
+ax.set_xlabel("coverage: share of test questions answered")
+ax.set_ylabel("share of answers that are wrong")
+ax.set_title(f"help centre test, {len(hc_test)} questions")
+ax.legend(fontsize=8, loc="upper left")
+plt.tight_layout()
+plt.show()
+
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Deep dive · The trade-off, one threshold at a time
 #
@@ -629,5 +699,8 @@ print(f"conflicts caught: {caught} of {len(conflict_qs)}, false alarms {false_al
 for name, th, r in (("help centre", hc_threshold, hc_cal), ("python docs", py_threshold, py_cal)):
     print(f"{name} test at min_confidence {fmt(th)}: " + ", ".join(
         f"{o} {m:.2f} [{lo:.2f}, {hi:.2f}]" for o, (m, lo, hi) in r.items()))
+print(f"promise calibrated on dev (target_error {promise.target_error}, probability {promise.probability}): "
+      f"{'escalate all' if promise.escalate_all else fmt(promised.min_confidence)}; on test "
+      f"{test_delivered.count('wrong') / len(test_delivered):.0%} of {len(test_delivered)} answers wrong")
 print("median ms per stage, uncached: " + "; ".join(
     f"{name}: dense {ms['dense']:.0f}, bm25 {ms['bm25']:.0f}, read {ms['read']:.0f}" for name, ms in stage_ms.items()))
