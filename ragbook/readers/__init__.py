@@ -4,8 +4,9 @@
   question-answering model; ``BaseSpanReader`` is what every extractive reader shares
   (``hit_spans``, ``accepts``, ``read``); ``best_span`` and friends are its steps.
 * ``readers.sentence`` — ``SentenceReader`` returns the passage sentence closest to the
-  question (the offline extractive reader); ``default_extractive_reader`` is the one each
-  profile ships; ``calibrate_min_span_score`` sets a reader's abstention floor.
+  question (the offline extractive reader), over whole answer units (``readers.units``);
+  ``default_extractive_reader`` is the one each profile ships; ``calibrate_min_span_score``
+  sets a reader's abstention floor.
 * ``readers.grounding`` — the prompt, citations, claims and support checks of a generated
   answer.
 * ``readers.generative`` — ``GenerativeReader`` writes an answer with a chat model and
@@ -40,6 +41,7 @@ from .grounding import (
 )
 from .sentence import (
     OFFLINE_MIN_SPAN_SCORE,
+    OFFLINE_RANK_WEIGHT,
     OFFLINE_SENTENCE_ENCODER,
     SentenceReader,
     calibrate_min_span_score,
@@ -52,7 +54,7 @@ __all__ = [
     "answer_or_abstain",
     # sentence reader, the shipped default and its floor
     "SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
-    "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_SENTENCE_ENCODER",
+    "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_RANK_WEIGHT", "OFFLINE_SENTENCE_ENCODER",
     # grounding a generated answer
     "NOT_IN_CONTEXT", "SYSTEM_PROMPT", "FEW_SHOT", "build_messages", "number_passages",
     "order_for_reading", "Citations", "parse_citations", "is_abstention", "split_claims",
