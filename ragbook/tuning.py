@@ -304,8 +304,9 @@ def tune(retriever: HybridRetriever, questions, *, folds: int = 5, seed: int = 0
     """Tune ``retriever`` (a ``HybridRetriever``) on ``questions`` (a JSONL path or
     ``(id, question, gold)`` triples; unlabelled ones are skipped): see the module
     docstring. ``folds`` outer folds (fixed ``seed``), ``n`` bootstrap resamples, ``alpha``
-    the family-wise level. ``pools``: precomputed ``collect`` output (tests, notebooks)."""
-    if not isinstance(retriever, HybridRetriever):
+    the family-wise level. ``pools`` and ``space``: precomputed ``collect`` output and the
+    space it covers (then ``retriever`` may be None: tests, notebooks)."""
+    if not (isinstance(retriever, HybridRetriever) or (pools and space)):
         raise TypeError(f"tune needs a HybridRetriever (dense + BM25 over one corpus), got "
                         f"{type(retriever).__name__}; load one with HybridRetriever.load(path)")
     if isinstance(questions, (str, Path)):
