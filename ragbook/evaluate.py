@@ -29,7 +29,7 @@ __all__ = ["Qrels", "Run", "ranking", "recall_at_k", "hit_at_k", "reciprocal_ran
            "mean_reciprocal_rank", "ndcg_at_k", "evaluate", "per_query", "run_from_hits",
            "retrieve_run", "METRICS",
            "bootstrap_ci", "paired_bootstrap", "paired_randomization_test", "holm", "Comparison",
-           "compare_runs",
+           "compare_runs", "held_out_choice",
            "format_table", "normalize_answer", "exact_match", "f1_score", "reading_outcome",
            "reading_report"]
 
@@ -290,6 +290,31 @@ def compare_runs(qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str],
         rows.correction = (f"{m} comparisons with {baseline!r}: Δ CIs simultaneous "
                            f"{1 - alpha:.0%} (Bonferroni), p Holm-adjusted")
     return rows
+
+
+def held_out_choice(scores: Mapping[Any, Mapping[str, float]],
+                    folds: Sequence[Sequence[str]]) -> float:
+    """What "pick the best setting" is worth on questions it did not pick with: for each
+    fold, choose the setting with the best mean per-query score (``scores``: setting ->
+    {question id -> value}) on the *other* folds' questions (ties: the first in
+    ``scores``), score that choice on the fold's own questions; the mean over every
+    question. Cross-validation of the choice itself, so the maximum over many settings
+    does not pass luck off as a gain (the reported best on the questions chosen with is
+    biased upwards). Every question must be in exactly one fold."""
+    ids = [q for fold in folds for q in fold]
+    if len(folds) < 2 or len(set(ids)) != len(ids):
+        raise ValueError(f"need at least 2 folds, each question in exactly one; got "
+                         f"{len(folds)} folds over {len(ids)} ids ({len(set(ids))} distinct)")
+    missing = [name for name, vals in scores.items() if not set(ids) <= set(vals)]
+    if not scores or missing:
+        raise ValueError(f"every setting needs a score for every question in the folds; "
+                         f"{missing[:1] or 'no setting'} lacks some")
+    total = 0.0
+    for n, fold in enumerate(folds):
+        rest = [q for m, other in enumerate(folds) if m != n for q in other]
+        best = max(scores, key=lambda name: sum(scores[name][q] for q in rest))
+        total += sum(scores[best][q] for q in fold)
+    return total / len(ids)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], width: int | None = 100) -> str:

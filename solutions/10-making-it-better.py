@@ -313,6 +313,41 @@ check("predict_whole_in_budget", predict_whole_in_budget)
 # budget, are how sections 1 and 4 hand over more sources for the same tokens.
 
 # %% [markdown]
+# ## 8. Choose on some questions, score on others
+#
+# **Task.** `held_out_choice(scores, folds)` takes per-question scores of several settings
+# (`{setting: {question id: MRR@10}}`) and a split of the question ids into folds. For each
+# fold, choose the setting with the best total score over the questions of the *other* folds
+# (the first one on a tie), and add up that setting's scores on the fold's own questions.
+# Return the total divided by the number of questions.
+#
+# **Example.** With `{"a": {"q1": 1, "q2": 0, "q3": 0.5, "q4": 0.5}, "b": {"q1": 0, "q2": 0.5,
+# "q3": 1, "q4": 0}}` and folds `[["q1", "q2"], ["q3", "q4"]]`: fold 1 is scored with the
+# choice made on q3 and q4 (a tie: `a`), fold 2 with the choice made on q1 and q2 (`a`) → `0.5`.
+#
+# **Why.** The best of many settings, scored on the questions it was chosen with, is the
+# maximum of many noisy numbers: it looks better than it is. Choosing without the fold you score
+# gives an estimate of what choosing is worth on questions it never saw (chapter 10, "Your
+# labels decide").
+
+# %%
+def held_out_choice(scores, folds):
+    """Mean score on every question of the setting chosen without its fold."""
+    ### BEGIN SOLUTION hint: for each fold, rest = the ids of the other folds; best = max(scores, key=lambda s: sum(scores[s][q] for q in rest)); add sum(scores[best][q] for q in fold)
+    ids = [q for fold in folds for q in fold]
+    total = 0.0
+    for n, fold in enumerate(folds):
+        rest = [q for m, other in enumerate(folds) if m != n for q in other]
+        best = max(scores, key=lambda s: sum(scores[s][q] for q in rest))
+        total += sum(scores[best][q] for q in fold)
+    return total / len(ids)
+    ### END SOLUTION
+
+
+# %%
+check("held_out_choice", held_out_choice)
+
+# %% [markdown]
 # ## Try it (ungraded)
 #
 # The superseded-page trap in miniature: three pages, the retired one first by score. What

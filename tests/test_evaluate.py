@@ -183,3 +183,26 @@ def test_a_wide_table_prints_long_in_three_columns():
     assert lines[6].startswith("b ") and lines[6].split()[1] == "recall@1"
     b_mrr = lines[6 + metrics.index("mrr@10")]
     assert b_mrr.split()[0] == "mrr@10" and "Δ +0.433" in b_mrr and ", p " in b_mrr
+
+
+def test_held_out_choice_scores_each_fold_with_the_choice_made_without_it():
+    """Two settings, four questions in two folds: each fold gets the setting the *other*
+    fold prefers, so a setting that only wins by luck on one fold earns nothing there."""
+    from ragbook.evaluate import held_out_choice
+
+    scores = {"a": {"q1": 1.0, "q2": 0.0, "q3": 0.5, "q4": 0.5},
+              "b": {"q1": 0.0, "q2": 0.5, "q3": 1.0, "q4": 0.0}}
+    # fold 1 (q1, q2): chosen on q3, q4 -> a 1.0 vs b 1.0, tie -> a -> 1.0 + 0.0
+    # fold 2 (q3, q4): chosen on q1, q2 -> a 1.0 vs b 0.5 -> a -> 0.5 + 0.5
+    assert held_out_choice(scores, [["q1", "q2"], ["q3", "q4"]]) == pytest.approx(2.0 / 4)
+    best_in_hindsight = max(sum(v.values()) for v in scores.values()) / 4
+    assert best_in_hindsight == pytest.approx(2.0 / 4)
+    rng = np.random.default_rng(0)          # 30 settings of pure noise: the max is biased
+    noise = {f"s{i}": {f"q{j}": float(rng.uniform()) for j in range(40)} for i in range(30)}
+    folds = [[f"q{j}" for j in range(f, 40, 5)] for f in range(5)]
+    assert max(np.mean(list(v.values())) for v in noise.values()) > 0.55
+    assert abs(held_out_choice(noise, folds) - 0.5) < 0.08
+    with pytest.raises(ValueError, match="each question in exactly one"):
+        held_out_choice(scores, [["q1", "q2"], ["q2", "q3"]])
+    with pytest.raises(ValueError, match="lacks some"):
+        held_out_choice(scores, [["q1"], ["q5"]])

@@ -3,7 +3,7 @@ paths, fitting hits into a budget, metadata filters; then heading paths and budg
 help centre."""
 from __future__ import annotations
 
-from .. import chunking, contextual, datasets, expansion, filters
+from .. import chunking, contextual, datasets, evaluate, expansion, filters
 from ..retrieval import BaseRetriever
 from ..types import Chunk, Document, Hit
 from .core import Case, Chapter, Mistake, predicted
@@ -171,3 +171,42 @@ def predict_whole_in_budget_cases():
     actual = _whole_in_budget()
     yield Case((), verify=predicted(actual, lambda p: abs(p - actual) <= 1,
                                     "a prediction within 1 passes"))
+
+
+def _choose_then_score(scores, folds, *, on):
+    """The two ways of getting ``held_out_choice`` wrong: choose with every question
+    (``on="all"``) or with the fold's own questions (``on="fold"``), then score the fold."""
+    ids = [q for fold in folds for q in fold]
+    total = 0.0
+    for fold in folds:
+        pool = ids if on == "all" else fold
+        best = max(scores, key=lambda name: sum(scores[name][q] for q in pool))
+        total += sum(scores[best][q] for q in fold)
+    return total / len(ids)
+
+
+@CHAPTER.exercise(
+    "held_out_choice",
+    "for each fold, sum every setting's scores over the questions of the OTHER folds, take "
+    "the best (the first on a tie), add up its scores on the fold's own questions; divide "
+    "the total by the number of questions",
+    mistakes=(Mistake("chosen with every question", "the fold being scored must not take part "
+                      "in the choice: choose on the other folds only",
+                      lambda scores, folds: _choose_then_score(scores, folds, on="all")),
+              Mistake("chosen on the fold itself", "choosing with the questions you then "
+                      "score is the trap this exercise is about: choose on the other folds",
+                      lambda scores, folds: _choose_then_score(scores, folds, on="fold"))))
+def held_out_choice_cases():
+    """Score tables where the best setting overall, per fold and held out differ."""
+    tables = (
+        ({"a": {"q1": 1.0, "q2": 0.0, "q3": 0.5, "q4": 0.5},
+          "b": {"q1": 0.0, "q2": 0.5, "q3": 1.0, "q4": 0.0}}, [["q1", "q2"], ["q3", "q4"]]),
+        ({"dense": {"q1": 1.0, "q2": 1.0, "q3": 0.0, "q4": 0.0, "q5": 0.5, "q6": 0.5},
+          "hybrid": {"q1": 0.0, "q2": 0.0, "q3": 1.0, "q4": 1.0, "q5": 1.0, "q6": 0.0},
+          "bm25": {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5, "q5": 0.0, "q6": 1.0}},
+         [["q1", "q4"], ["q2", "q5"], ["q3", "q6"]]),
+        ({"x": {"q1": 0.2, "q2": 0.9, "q3": 0.4}, "y": {"q1": 0.8, "q2": 0.1, "q3": 0.5}},
+         [["q1"], ["q2"], ["q3"]]),
+        ({"same": {"q1": 1.0, "q2": 0.0}, "tie": {"q1": 0.0, "q2": 1.0}}, [["q1"], ["q2"]]))
+    for scores, folds in tables:
+        yield Case((scores, folds), evaluate.held_out_choice(scores, folds))
