@@ -14,6 +14,7 @@ rerank_threshold    no candidate scored at least the reranker's ``min_rerank_sco
 low_confidence      the confidence (best reranked score, else the retriever's) < ``min_confidence``
 planted_instruction the best answer would be a planted instruction (``planted_spans``)
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
+unsupported_answer  the reader's own check failed its answer (unsupported, uncited, ...)
 superseded_source   the answer would come from a page marked superseded
 conflict            two sources from different documents answer with different figures
 =================== ==========================================================================
@@ -277,15 +278,18 @@ class Pipeline(Component):
         return Answer(span.text, (span.source,), (span.score,))
 
     def conclude(self, prep: Prepared, admitted: Admitted, answer: Answer) -> Result:
-        """The checks on an answer read from ``admitted`` — the reader abstained, the answer
-        comes from a superseded page, its sources conflict — and the ``Result``: the
-        escalation, or the answer with its sources and its span in its document."""
+        """The checks on an answer read from ``admitted`` — the reader abstained or its own
+        check failed the answer, it comes from a superseded page, its sources conflict — and
+        the ``Result``: the escalation, or the answer with its sources and its span."""
         t = admitted.started
         if answer.text is None:
             detail = ("the reader found no answer good enough in the candidates "
                       "(low_confidence)" if prep.spans
                       else f"the reader abstained ({answer.reason})")
             return self._escalated(prep, t, "reader_abstained", detail)
+        if answer.reason is not None:     # text, but its reader's own check failed it
+            return self._escalated(prep, t, "unsupported_answer", "the reader's check failed "
+                                   f"its answer: {answer.reason}", {"verdict": answer.reason})
         by_id = {h.id: h for h in admitted.hits}
         sources = tuple(by_id[s] for s in answer.sources if s in by_id)
         superseded = [h for h in sources if h.metadata.get("status") == "superseded"]
@@ -369,17 +373,13 @@ class Pipeline(Component):
                 print(piece, end="", flush=True)   # verified sentences, as they come
             s.result.escalated                      # the verdict, as ask() gives it
 
-        What was shown cannot be taken back, so ``admit`` (no candidates, the rerank cut,
-        ``min_confidence``) runs first; then a ``StreamingReader`` (``GenerativeReader``)
-        releases each sentence only once it has passed its checks (see
-        ``GenerativeReader.stream``: verified against a passage it cites, citations that
-        exist), and ``conclude`` gives the verdict on the whole answer: when it answers, the
-        pieces joined are exactly ``result.answer.text`` (what the reader held back follows
-        the verdict); when it escalates, what was shown is at most the verified sentences
-        released before it, and ``result`` says why — show the escalation after them. When a
-        cited page may be superseded (``exclude_superseded`` off and such a page among the
-        passages) or the reader cannot stream (a span reader), nothing is shown before the
-        verdict."""
+        What was shown cannot be taken back, so ``admit`` runs first; a ``StreamingReader``
+        releases each sentence only once it has passed its checks (``GenerativeReader.stream``)
+        and ``conclude`` gives the verdict on the whole answer: when it answers, the pieces
+        joined are exactly ``result.answer.text``; when it escalates, what was shown is at
+        most the verified sentences released before it — show the escalation after them.
+        When a cited page may be superseded (``exclude_superseded`` off) or the reader cannot
+        stream (a span reader), nothing is shown before the verdict."""
         prep = self.prepare(question, history, where, scope=scope)
         return Streamed(self._streamed(prep))
 

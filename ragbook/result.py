@@ -22,7 +22,7 @@ __all__ = ["Result", "ESCALATIONS", "read_traces", "outcome", "count_outcomes",
 
 #: Every reason a pipeline hands a question over (``Pipeline``'s docstring says when).
 ESCALATIONS = ("no_candidates", "rerank_threshold", "low_confidence", "reader_abstained",
-               "conflict", "superseded_source", "planted_instruction")
+               "unsupported_answer", "conflict", "superseded_source", "planted_instruction")
 
 
 @dataclass(frozen=True)

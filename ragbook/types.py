@@ -123,7 +123,10 @@ class Span:
 class Answer:
     """What a reader returns. ``text`` is None when the reader abstains, and then
     ``reason`` says why (e.g. ``no_candidates``, ``low_confidence``, ``not_in_context``).
-    ``sources`` are the ids of the hits the answer is grounded in, ``scores`` their scores."""
+    Text *with* a ``reason`` is an answer the reader's own check failed (``unsupported``,
+    ``uncited``, ``invalid_citation``): kept for inspection, never delivered by a
+    ``Pipeline`` (it escalates, ``unsupported_answer``). ``sources`` are the ids of the hits
+    the answer is grounded in, ``scores`` their scores."""
 
     text: str | None
     sources: tuple[str, ...] = ()

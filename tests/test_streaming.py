@@ -54,7 +54,8 @@ class Quoting:
                 "invented": "Refunds are paid in gold bars within 45 minutes [1].",
                 "mixed": f"{quote(1)} [1]. The moon is made of green cheese [2]. "
                          f"{quote(2)} [2].",
-                "bad_cite": f"{quote(1)} [1]. {quote(2)} [2] [7]."}[self.mode]
+                "bad_cite": f"{quote(1)} [1]. {quote(2)} [2] [7].",
+                "uncited": f"{quote(1)}."}[self.mode]
 
     def generate(self, messages, max_new_tokens=None, stop=()):
         self.calls += 1
@@ -169,10 +170,37 @@ def test_pipeline_stream_gives_the_result_ask_gives(hc_hybrid, mode):
             assert asked.reason == "reader_abstained"
         if mode in ("quote", "mixed"):       # answered, the first sentence before the end
             assert not asked.escalated and len(pieces) >= 2
-        if asked.escalated:                  # nothing was verified, so nothing was shown
-            assert pieces == []
+        if mode in ("invented", "bad_cite"):  # the reader's own check failed the answer
+            assert asked.reason == "unsupported_answer"
+        if asked.escalated:                  # at most the verified sentences were shown
+            assert all(max(support(c, h.text) for h in asked.candidates) >= 0.5
+                       for c in split_claims("".join(pieces)))
         else:
             assert "".join(pieces) == asked.answer.text
+
+
+@pytest.mark.parametrize("mode, verdict, settings", [
+    ("invented", "unsupported", {}), ("bad_cite", "invalid_citation", {}),
+    ("uncited", "uncited", {"min_support": None})])
+@pytest.mark.parametrize("path", ["ask", "stream"])
+def test_an_answer_its_own_check_failed_is_never_delivered(hc_hybrid, mode, verdict,
+                                                           settings, path):
+    """The reader flags the answer (its text kept, a reason set); the pipeline acts on the
+    verdict: it escalates, says which check failed, and delivers no answer text — in
+    ``ask`` and in ``stream`` alike."""
+    p = Pipeline(hc_hybrid, reader=reader(Quoting(mode), **settings))
+    q = QUESTIONS[0].text
+    assert p.reader.read(q, p.prepare(q).candidates).reason == verdict   # the check's verdict
+    if path == "ask":
+        result, shown = p.ask(q), ""
+    else:
+        streamed = p.stream(q)
+        shown = "".join(streamed)
+        result = streamed.result
+    assert result.escalated and result.reason == "unsupported_answer"
+    assert result.answer.text is None and not result.sources
+    assert result.trace[-1].detail["verdict"] == verdict and verdict in result.detail
+    assert "gold bars" not in shown and "[7]" not in shown
 
 
 def test_pipeline_escalation_before_reading_streams_nothing_and_calls_no_model(hc_hybrid):
