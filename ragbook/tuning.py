@@ -41,7 +41,8 @@ from .questions import labelled, read_questions
 from .types import Hit
 
 __all__ = ["Setting", "search_space", "Pools", "collect", "choose", "tune", "TuneReport",
-           "fit_learned", "runs_on", "make_folds", "CANDIDATES", "METRICS", "MAXSIM_WEIGHT"]
+           "fit_learned", "runs_on", "make_folds", "reorder", "CANDIDATES", "METRICS",
+           "MAXSIM_WEIGHT"]
 
 CANDIDATES = 50      # hits a first stage hands on (Pipeline's default ``candidates``)
 MAX_DEPTH = 100      # deepest channel list any setting fuses
@@ -140,7 +141,7 @@ def collect(retriever: HybridRetriever, questions, space: Sequence[Setting],
     return Pools(first, feats, qrels, time.perf_counter() - t, learner)
 
 
-def _reorder(hits: Sequence[Hit], scores) -> list[Hit]:
+def reorder(hits: Sequence[Hit], scores) -> list[Hit]:
     """``hits`` best first by ``scores`` (ties keep the first stage's order)."""
     order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
     return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
@@ -169,7 +170,7 @@ def runs_on(pools: Pools, space: Sequence[Setting], ids: Sequence[str],
         if s.second == "none":
             hits = {q: pools.first[s.name][q] for q in ids}
         elif s.second == "maxsim":
-            hits = {q: _reorder(pools.first[s.first][q],
+            hits = {q: reorder(pools.first[s.first][q],
                                 MAXSIM_WEIGHT * pools.features[s.first][q][:, _F["dense"]]
                                 + (1 - MAXSIM_WEIGHT) * pools.features[s.first][q][:, _F["maxsim"]])
                     for q in ids}
@@ -179,7 +180,7 @@ def runs_on(pools: Pools, space: Sequence[Setting], ids: Sequence[str],
                 model = fit_learned(pools, s.first, [q for q in ids if q not in set(fold)])
                 for q in fold:
                     base = pools.first[s.first][q]
-                    hits[q] = (_reorder(base, model.decision(pools.features[s.first][q]))
+                    hits[q] = (reorder(base, model.decision(pools.features[s.first][q]))
                                if model is not None else base)
         runs[s.name] = run_from_hits(hits)
     return runs
@@ -358,7 +359,7 @@ def tune(retriever: HybridRetriever, questions, *, folds: int = 5, seed: int = 0
 def _held_out(pools: Pools, setting: Setting, train, held) -> dict:
     """A learned setting's run on ``held``, fitted on ``train``."""
     model = fit_learned(pools, setting.first, train)
-    return run_from_hits({q: (_reorder(pools.first[setting.first][q],
+    return run_from_hits({q: (reorder(pools.first[setting.first][q],
                                        model.decision(pools.features[setting.first][q]))
                               if model is not None else pools.first[setting.first][q])
                           for q in held})
