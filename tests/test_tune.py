@@ -222,3 +222,17 @@ def test_a_learned_choice_round_trips_with_its_weights(indexes, tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="settings fingerprint"):
         load_settings(path, retriever)
+
+
+def test_the_report_plots_each_setting_with_its_interval():
+    import matplotlib
+    matplotlib.use("Agg")
+    n = 60
+    pools = planted({"dense": [1, 4] * (n // 2), "bm25": [4, 1] * (n // 2),
+                     "hybrid (default)": [1] * n, "hybrid rrf_k 10": [1] * n})
+    report = tune(None, [(q, q, (f"{q}-gold",)) for q in pools.qrels], pools=pools,
+                  space=SPACE, n=200, progress=False)
+    ax = report.plot()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [s.name for s in SPACE[1:]] + ["tuner (nested CV)"]
+    assert "vs dense" in ax.get_xlabel()
