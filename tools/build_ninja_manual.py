@@ -10,7 +10,7 @@ source's line breaks), code blocks become fenced blocks, list items ``- `` lines
 ``text (url)``, so the text has the shapes a reader meets in real documentation. The
 labelled questions (``data/ninja/questions.jsonl``) are written by hand and quote this text
 verbatim: rebuild only from the same manual (ninja 1.11.1, Debian 12's ninja-build
-1.11.1-2~deb12u1), then check every span is still found (tests/test_unseen.py).
+1.11.1-2~deb12u1), then check every span is still found (tests/test_answer_units.py).
 """
 import re
 import sys
