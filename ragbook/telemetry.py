@@ -10,6 +10,16 @@ trace line carries: the ids and scores a stage passed on, their count, its secon
 one of those is written as JSON). The question span carries the question, the condensed
 question, whether it escalated and why, and the answer's sources and scores.
 
+**Nothing a user typed leaves by default.** A question can hold a pasted API key, a scope the
+user's e-mail, a passage anything at all; a trace backend is read by more people than the
+application. So by default the spans carry ids, counts, timings, scores, numbers and the
+enumerated labels (the escalation reason, a reader's verdict) — and for every text or
+structured value (the question, the condensed question, a stage's ``where`` and ``scope``,
+the condenser's input and output, an escalation's detail, conflicting statements) only its
+length and a SHA-256 prefix (``<key>.sha256``: equal values can still be matched across
+spans, the value itself cannot be read back). Opt in to the text with ``emit(...,
+text=True)`` or ``RAGBOOK_TELEMETRY_TEXT=1`` in the environment.
+
 The stages are timed inside the pipeline (``Stage.seconds``), and the spans are written when
 the question is done, from its trace: the stages ran one after another, so they are laid end
 to end, the last ending now. Where the spans go is the application's choice — configure a
@@ -27,14 +37,37 @@ usual; with none configured the API's default tracer drops them::
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["emit", "stage_attributes"]
+__all__ = ["emit", "stage_attributes", "LABELS"]
 
 _PRIMITIVE = (str, bool, int, float)
+#: Detail keys whose string values are labels from a fixed vocabulary, safe to send as is.
+LABELS = frozenset({"escalated", "verdict"})
+
+
+def _text_allowed(text: bool | None) -> bool:
+    return os.environ.get("RAGBOOK_TELEMETRY_TEXT", "") == "1" if text is None else text
+
+
+def _redacted(key: str, value: Any) -> dict[str, Any]:
+    """``{key: value}`` when the value is a number, a bool or a label; else its length and
+    a SHA-256 prefix of its canonical JSON (``key.sha256``, ``key.chars``)."""
+    if isinstance(value, (bool, int, float)) or (key.rsplit(".", 1)[-1] in LABELS
+                                                  and isinstance(value, str)):
+        return {key: value}
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float))
+                                                for v in value):
+        return {key: _value(value)}
+    blob = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
+                                                           ensure_ascii=False, default=repr)
+    return {f"{key}.sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16],
+            f"{key}.chars": len(blob)}
 
 
 def _value(value: Any) -> Any:
@@ -53,10 +86,11 @@ def _value(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def stage_attributes(stage) -> dict[str, Any]:
+def stage_attributes(stage, text: bool | None = None) -> dict[str, Any]:
     """The span attributes of one trace ``Stage``: ``ragbook.stage``, ``ragbook.seconds``,
     ``ragbook.ids``, ``ragbook.scores``, ``ragbook.count`` (the ids it recorded, or its
-    ``count`` detail when it passed on more) and ``ragbook.detail.<key>`` per detail.
+    ``count`` detail when it passed on more) and ``ragbook.detail.<key>`` per detail —
+    texts and structures only as a hash and a length unless ``text`` (module docstring).
 
     >>> from ragbook.types import Stage
     >>> stage_attributes(Stage("bm25", 0.002, ("a", "b"), (3.5, 1.25), {"count": 7}))
@@ -73,20 +107,25 @@ def stage_attributes(stage) -> dict[str, Any]:
     count = detail.get("count", len(stage.ids))
     out["ragbook.count"] = count if isinstance(count, int) else len(stage.ids)
     for key, value in detail.items():
-        out[f"ragbook.detail.{key}"] = _value(value)
+        if _text_allowed(text):
+            out[f"ragbook.detail.{key}"] = _value(value)
+        else:
+            out.update(_redacted(f"ragbook.detail.{key}", value))
     return out
 
 
-def _question_attributes(result) -> dict[str, Any]:
-    out = {"ragbook.question": result.question, "ragbook.condensed": result.condensed,
-           "ragbook.escalated": result.escalated,
+def _question_attributes(result, text: bool | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"ragbook.escalated": result.escalated,
            "ragbook.sources": [h.id for h in result.sources],
            "ragbook.answer_scores": [float(s) for s in result.answer.scores],
            "ragbook.candidates": len(result.candidates),
            "ragbook.stages": len(result.trace)}
+    said = {"ragbook.question": result.question, "ragbook.condensed": result.condensed}
     if result.reason is not None:
         out["ragbook.reason"] = result.reason
-        out["ragbook.detail"] = result.detail
+        said["ragbook.detail"] = result.detail
+    for key, value in said.items():
+        out.update({key: value} if _text_allowed(text) else _redacted(key, value))
     return {k: v for k, v in out.items() if v != []}
 
 
@@ -105,10 +144,11 @@ def _tracer():
     return trace.get_tracer("ragbook", release)
 
 
-def emit(result, end_ns: int | None = None) -> bool:
+def emit(result, end_ns: int | None = None, *, text: bool | None = None) -> bool:
     """Write ``result``'s spans (a ``result.Result``: the question span and one per stage
-    of its trace, laid end to end and ending at ``end_ns``, default now). Returns False, and
-    does nothing, when ``opentelemetry-api`` is not installed."""
+    of its trace, laid end to end and ending at ``end_ns``, default now), texts hashed
+    unless ``text`` (default: ``RAGBOOK_TELEMETRY_TEXT=1``). Returns False, and does
+    nothing, when ``opentelemetry-api`` is not installed."""
     tracer = _tracer()
     if tracer is None:
         return False
@@ -116,7 +156,7 @@ def emit(result, end_ns: int | None = None) -> bool:
     stages: Sequence = result.trace
     start = end - sum(int(s.seconds * 1e9) for s in stages)
     root = tracer.start_span("ragbook.ask", start_time=start,
-                             attributes=_question_attributes(result))
+                             attributes=_question_attributes(result, text))
     try:
         from opentelemetry import trace
 
@@ -125,7 +165,7 @@ def emit(result, end_ns: int | None = None) -> bool:
         for stage in stages:
             until = at + int(stage.seconds * 1e9)
             span = tracer.start_span(f"ragbook.{stage.name}", context=context, start_time=at,
-                                     attributes=stage_attributes(stage))
+                                     attributes=stage_attributes(stage, text))
             span.end(end_time=until)
             at = until
     finally:

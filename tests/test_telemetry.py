@@ -2,6 +2,7 @@
 trace stage, carrying what the JSONL trace line carries — read back with the SDK's
 in-memory exporter from a real pipeline on the help centre; and the package without
 opentelemetry (the import blocked) still answers and writes its JSONL trace."""
+import hashlib
 import json
 import subprocess
 import sys
@@ -60,7 +61,10 @@ def test_one_question_gives_a_span_per_stage_under_a_question_span(hc_hybrid, ex
     dense = children[1].attributes
     assert dense["ragbook.count"] == result.trace[1].detail["count"] >= len(dense["ragbook.ids"])
     assert dense["ragbook.detail.count"] == result.trace[1].detail["count"]
-    assert root.attributes["ragbook.question"] == REFUND.text
+    assert "ragbook.question" not in root.attributes          # texts are hashed by default
+    assert root.attributes["ragbook.question.sha256"] == hashlib.sha256(
+        REFUND.text.encode()).hexdigest()[:16]
+    assert root.attributes["ragbook.question.chars"] == len(REFUND.text)
     assert root.attributes["ragbook.escalated"] is result.escalated is False
     assert tuple(root.attributes["ragbook.sources"]) == tuple(h.id for h in result.sources)
     assert {h.doc_id for h in result.sources} & set(REFUND.gold)
@@ -85,7 +89,7 @@ def test_detail_values_become_valid_attributes(exporter):
     stage = Stage("fuse", 0.25, ("a", "b"), (1, 0.5), {
         "count": 2, "where": None, "scope": {"access": ["public"]}, "weights": [1, 0.5],
         "channels": ["dense", "bm25"], "flags": [True, False], "mixed": [1, "a"]})
-    attrs = telemetry.stage_attributes(stage)
+    attrs = telemetry.stage_attributes(stage, text=True)        # the caller opted in
     assert attrs["ragbook.scores"] == [1.0, 0.5] and attrs["ragbook.count"] == 2
     assert attrs["ragbook.detail.where"] == "null"
     assert json.loads(attrs["ragbook.detail.scope"]) == {"access": ["public"]}
@@ -123,3 +127,42 @@ def test_importing_ragbook_does_not_import_opentelemetry():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+SECRET_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+EMAIL = "dana.owner@example.com"
+
+
+def every_attribute(spans) -> str:
+    return json.dumps([{k: (list(v) if isinstance(v, tuple) else v)
+                        for k, v in s.attributes.items()} for s in spans], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("reader_escalates", [False, True])
+def test_no_question_text_key_or_scope_value_in_any_span_by_default(
+        hc_hybrid, exporter, monkeypatch, reader_escalates):
+    """A key pasted into a question (and into an earlier turn, so the condenser sees it) and
+    an e-mail in the access scope go through every stage — answered and escalated — and
+    appear in no span attribute; the same run with the opt-in carries them."""
+    monkeypatch.delenv("RAGBOOK_TELEMETRY_TEXT", raising=False)
+    question = f"my key is {SECRET_KEY}, how long is the refund window for {EMAIL}?"
+    history = [{"role": "user", "content": f"I am {EMAIL}, key {SECRET_KEY}"}]
+    scope = {"access": {"$nin": ["internal", EMAIL]}}      # a deny-list naming a user
+    extra = {"min_confidence": 0.99, "min_confidence_kind": "cosine"} if reader_escalates else {}
+    pipeline = Pipeline(hc_hybrid, **extra)
+    exporter.clear()
+    result = pipeline.ask(question, history=history, scope=scope)
+    assert result.reason == ("low_confidence" if reader_escalates else result.reason)
+    assert reader_escalates or "read" in [st.name for st in result.trace]
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 1 + len(result.trace) >= 5
+    seen = every_attribute(spans)
+    for secret in (SECRET_KEY, EMAIL, "refund window", "dana.owner"):
+        assert secret not in seen, secret
+    assert "ragbook.detail.scope.sha256" in seen and "ragbook.detail.input.sha256" in seen
+
+    exporter.clear()
+    monkeypatch.setenv("RAGBOOK_TELEMETRY_TEXT", "1")
+    pipeline.ask(question, history=history, scope=scope)
+    opted = every_attribute(exporter.get_finished_spans())
+    assert SECRET_KEY in opted and EMAIL in opted
