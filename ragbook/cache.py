@@ -89,10 +89,11 @@ class Cache:
 
     @staticmethod
     def key(*parts: Any) -> str:
-        """A stable key for any JSON-able parts (sha256 of their JSON)."""
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False,
-                                         default=str).encode("utf-8", "surrogatepass")
-                              ).hexdigest()
+        """A stable key for ``parts`` (sha256 of their canonical typed encoding, ``_typed``):
+        values that mean different things never share a key — a set is not its string, a
+        bool not an int — and a set's key does not depend on its iteration order."""
+        return hashlib.sha256(json.dumps(_typed(parts), ensure_ascii=False, allow_nan=False
+                                         ).encode("utf-8", "surrogatepass")).hexdigest()
 
     def get(self, key: str) -> Any | None:
         """The value stored under ``key`` in this namespace, or None (a miss)."""
@@ -204,6 +205,26 @@ class CachedRetriever(WrapperRetriever):
                                                                 "scope": scope}),),
                          row["confidence"], row["kind"])
 
+
+
+def _typed(value: Any) -> Any:
+    """``value`` as JSON whose shape records its type: mappings as ``{"map": [[key, value],
+    ...]}`` sorted, sets as ``{"set": [...]}`` sorted, lists and tuples as lists, numbers,
+    strings, bools and None as themselves (JSON keeps 1, 1.0, true and "1" apart); anything
+    else is refused, since its text could pass for a string's."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else {"float": repr(value)}
+    if isinstance(value, Mapping):
+        return {"map": sorted(([_typed(k), _typed(v)] for k, v in value.items()),
+                              key=json.dumps)}
+    if isinstance(value, (set, frozenset)):
+        return {"set": sorted((_typed(v) for v in value), key=json.dumps)}
+    if isinstance(value, (list, tuple)):
+        return [_typed(v) for v in value]
+    raise TypeError(f"a cache key cannot hold a {type(value).__name__} ({value!r:.60}); use "
+                    "str, int, float, bool, None, or lists, sets and mappings of those")
 
 
 class CachedPipeline(Component):

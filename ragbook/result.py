@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .types import Answer, Hit, Stage
+from .types import Answer, Hit, Stage, plain
 
 __all__ = ["Result", "ESCALATIONS", "read_traces", "outcome", "count_outcomes",
            "with_history", "gold_ranks"]
@@ -63,7 +63,7 @@ class Result:
                 "confidence": self.confidence, "confidence_kind": self.confidence_kind,
                 "sources": [h.to_dict() for h in self.sources],
                 "candidates": [h.to_dict() for h in self.candidates],
-                "trace": [asdict(s) for s in self.trace]}
+                "trace": [plain(asdict(s)) for s in self.trace]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Result:

@@ -9,11 +9,12 @@ Chunk(id='a:0-5', doc_id='a', text='hello', start=0, end=5, metadata={})
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Document", "Chunk", "Hit", "Span", "Answer", "Stage", "Retrieved"]
+__all__ = ["Document", "Chunk", "Hit", "Span", "Answer", "Stage", "Retrieved", "plain"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,20 @@ class Answer:
         """True when there is no answer text (the reader abstained or was flagged empty;
         ``reason`` says why)."""
         return self.text is None
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: sets become lists sorted by their JSON, tuples lists,
+    mappings dicts with string keys, recursively (a trace line must be writable whatever a
+    caller put in a ``where`` or ``scope``)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain(v) for v in value),
+                      key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
