@@ -15,6 +15,7 @@ error is one line on stderr, ``ragbook: error: <what went wrong>; <what to do>``
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -29,13 +30,17 @@ from .ingest import read_documents, sync_index
 from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .questions import read_questions
-from .readers import GenerativeReader
+from .readers import GenerativeReader, default_extractive_reader
 from .retrieval import CONFIDENCE_KINDS
 from .tuned import load_settings
 
 __all__ = ["main", "build_parser", "read_questions"]
 
 PROG = "ragbook"
+#: ``ragbook ask``'s defaults are ``Pipeline``'s own, read from its signature: one place
+#: defines them, so the same question gets the same answer from Python and the shell.
+ASK_DEFAULTS = {name: inspect.signature(Pipeline).parameters[name].default
+                for name in ("keep", "min_confidence")}
 
 
 class UsageError(Exception):
@@ -123,13 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
                 "look at (exit code 0 either way).")
     p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
     p.add_argument("question", metavar="QUESTION")
-    p.add_argument("--keep", type=_whole(1), default=5, help="passages the reader reads "
-                   "(default 5)")
-    p.add_argument("--min-confidence", type=_finite, default=0.5, metavar="COSINE",
-                   help="escalate (low_confidence) when the best dense cosine is below this "
-                   "(default 0.5: near the value calibrated on the help centre's dev split "
-                   "for all-MiniLM-L6-v2 in chapter 9; it depends on the encoder and the "
-                   "corpus, so calibrate on your own labelled questions)")
+    p.add_argument("--keep", type=_whole(1), default=ASK_DEFAULTS["keep"],
+                   help=f"passages the reader reads (default {ASK_DEFAULTS['keep']}, as Pipeline)")
+    p.add_argument("--min-confidence", type=_finite, default=ASK_DEFAULTS["min_confidence"],
+                   metavar="COSINE", help="escalate (low_confidence) when the best dense "
+                   "cosine is below this (default: none, as Pipeline; it depends on the "
+                   "encoder and the corpus: calibrate it on your own labelled questions, "
+                   "Pipeline.calibrate, chapter 9)")
+    p.add_argument("--min-span-score", type=_finite, default=None, metavar="COSINE",
+                   help="the extractive reader's floor: escalate (reader_abstained) when no "
+                   "sentence scores this much (default: the reader's own, as Pipeline: the "
+                   "floor calibrated for the offline encoder)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--trace", metavar="FILE", help="append the pipeline trace to FILE as one "
                    "JSON line")
@@ -300,13 +309,25 @@ def _shown(text) -> str:
                         str(text))
 
 
+def _one_line(text) -> str:
+    """``_shown`` with line breaks written as ``\\n``: a field that stays on its line."""
+    return _shown(text).replace("\n", "\\n")
+
+
+def _quoted(text, first: bool = True) -> str:
+    """Document or model text as a quoted block: every line it holds starts with ``> ``
+    (``first``: the text starts a line), so nothing it says can make a line of the tool's
+    own — no ``  [1] doc  chars ...`` source line, no ``sources:`` header."""
+    return ("> " if first else "") + _shown(text).replace("\n", "\n> ")
+
+
 def _passage(n: int, p: dict) -> str:
     """One source line: rank, document, offsets and the start of the text. No score: a
     candidate's fused (RRF) score is a rank sum (~0.03 at best) that reads like "very low
     confidence"; the quantity the pipeline decided on is printed once (``_confidence``)."""
     snippet = " ".join(_shown(p.get("text", "")).split())
     snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
-    return (f"  [{n}] {_shown(p['doc_id']).replace(chr(10), chr(92) + 'n')}  "
+    return (f"  [{n}] {_one_line(p['doc_id'])}  "
             f"chars {p['start']}-{p['end']}  \"{snippet}\"")
 
 
@@ -332,7 +353,12 @@ def _ask(args) -> int:
                          "(--scope access=public,customer)")
     models.use_threads(models.free_cores())  # one question: no more threads than idle cores
     retriever = load_index(args.index)
-    reader = GenerativeReader(keep=args.keep) if args.generative else None
+    if args.generative and args.min_span_score is not None:
+        raise UsageError("--min-span-score is the extractive reader's floor; --generative "
+                         "writes the answer with a chat model instead: give one of them")
+    reader = (GenerativeReader(keep=args.keep) if args.generative else None
+              if args.min_span_score is None else
+              default_extractive_reader(min_span_score=args.min_span_score))
     tuned = (load_settings(args.settings, retriever) if args.settings else
              {"retriever": retriever})
     kind = (tuned.get("reranker") or tuned["retriever"]).confidence_kind
@@ -345,11 +371,11 @@ def _ask(args) -> int:
                         min_confidence_kind=kind if args.min_confidence is not None else None,
                         trace_path=args.trace)
     shown = ""
-    if reader is not None and not args.json:     # stream: verified sentences as they come
+    if args.generative and not args.json:        # stream: verified sentences as they come
         streamed = pipeline.stream(args.question, scope=scope)
         for piece in streamed:
+            print(_quoted(piece, first=not shown), end="", flush=True)
             shown += piece
-            print(_shown(piece), end="", flush=True)
         result = streamed.result
         if shown:
             print()
@@ -360,7 +386,7 @@ def _ask(args) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if out["escalated"]:
-        detail = f" ({_shown(out['detail'])})" if out.get("detail") else ""
+        detail = f" ({_one_line(out['detail'])})" if out.get("detail") else ""
         print(f"escalated: {out['reason']}{detail}")
         print("candidates for a human to check:" if out["candidates"] else
               "no candidate passages were found")
@@ -369,10 +395,15 @@ def _ask(args) -> int:
         print(_confidence(out, args.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
-            print(_shown(out["answer"]))
+            print(_quoted(out["answer"]))
+        ids = [p["id"] for p in out["candidates"]]
+        rank = (f"passage {ids.index(out['sources'][0]['id']) + 1} of {len(ids)} read"
+                if out["sources"] and out["sources"][0]["id"] in ids else "")
         if out.get("answer_span"):
             doc, start, end = out["answer_span"]
-            print(f"(from {_shown(doc)}, chars {start}-{end})")
+            print(f"(from {_one_line(doc)}, chars {start}-{end}" + (f"; {rank})" if rank else ")"))
+        elif rank:
+            print(f"({rank})")
         print(_confidence(out, args.min_confidence))
         print("sources:")
         for n, p in enumerate(out["sources"], 1):

@@ -394,7 +394,7 @@ def test_cli_ask_generative_streams_the_answer_ask_gives(tmp_path, monkeypatch, 
         asked = json.loads(capsys.readouterr().out)
     assert not asked["escalated"] and "cheese" not in asked["answer"]
     lines = shown.splitlines()
-    assert lines[0] == asked["answer"] and "sources:" in lines
+    assert lines[0] == "> " + asked["answer"] and "sources:" in lines   # a quoted block
 
 
 def test_a_superseded_page_among_the_passages_holds_everything_until_the_verdict(hc_hybrid):
