@@ -26,7 +26,7 @@ from pathlib import Path
 from . import models
 from .commands import eval_command, load_index, tune_command
 from .embeddings import Encoder
-from .ingest import read_documents, sync_index
+from .ingest import SUFFIXES, read_documents, sync_index
 from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .questions import read_questions
@@ -101,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = command("index", "build an index from a folder of documents or a JSONL file",
-                "Read SRC (a folder of .md/.markdown/.txt files, or a .jsonl file with id and "
-                "text per line), chunk it, embed the chunks and build a BM25 index, and save "
+                f"Read SRC (a folder of {'/'.join(SUFFIXES)} files — PDF, HTML and Word need "
+                "the documents extra —, or a .jsonl file with id and text per line), chunk it, "
+                "embed the chunks and build a BM25 index, and save "
                 "both to OUT. Resumable: embeddings are cached on disk as they are computed, "
                 "so re-running after an interrupt embeds only what is missing. On an index "
                 "that OUT already holds, only the documents added, changed (content hash) or "
