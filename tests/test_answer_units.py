@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragbook.readers import SentenceReader
-from ragbook.readers.units import answer_units, is_reference
+from ragbook.readers.units import answer_units, fragment_paragraphs, is_reference
 from ragbook.text import sentence_spans
 from ragbook.types import Hit
 
@@ -123,11 +123,36 @@ def test_the_reader_answers_with_the_whole_version_list():
     assert max(old, key=lambda s: s.score).text != VERSIONS
 
 
+# the Debian FAQ's shape: a definition list whose first sentence only restates the term
+PRE_DEPENDS = ("The Pre-Depends field is a special dependency.\nIn the case of most packages, "
+               "dpkg will unpack its archive file (i.e., its .deb file) independently\nof "
+               "whether or not the files on which it depends exist on the system.")
+
+
+def test_a_fragment_that_restates_the_term_brings_its_paragraph():
+    cut = answer_units(PRE_DEPENDS)
+    assert [PRE_DEPENDS[a:z] for a, z in cut][0] == "The Pre-Depends field is a special dependency."
+    assert fragment_paragraphs(PRE_DEPENDS, cut) == [(0, len(PRE_DEPENDS))]
+    # a paragraph that opens with a sentence saying something is not offered whole
+    told = "The log file is kept in the build root, in a file called .ninja_log.\nAlways."
+    assert fragment_paragraphs(told, answer_units(told)) == []
+
+    class Words(WordEncoder):
+        VOCAB = ("pre", "depends", "dependency", "unpack", "files", "system")
+
+    question = "What does Pre-Depends do when dpkg is about to unpack the files?"
+    old = SentenceReader(Words(), fragment_paragraphs=False).spans(question, PRE_DEPENDS)
+    assert max(old, key=lambda s: s.score).text != PRE_DEPENDS
+    got = SentenceReader(Words()).spans(question, PRE_DEPENDS)
+    assert max(got, key=lambda s: s.score).text == PRE_DEPENDS
+
+
 def test_the_shipped_offline_reader_has_the_issue_35_settings():
     from ragbook.readers import OFFLINE_RANK_WEIGHT, default_extractive_reader
 
     reader = default_extractive_reader("offline")
-    assert (reader.whole_units, reader.skip_references) == (True, True)
+    assert (reader.whole_units, reader.skip_references, reader.fragment_paragraphs) == (
+        True, True, True)
     assert reader.rank_weight == OFFLINE_RANK_WEIGHT == 0.05
     assert default_extractive_reader("offline", rank_weight=0.0).rank_weight == 0.0
 

@@ -17,7 +17,7 @@ from ..evaluate import f1_score
 from ..text import sentence_spans
 from ..types import Hit
 from .extractive import BaseSpanReader, ExtractiveReader, Span
-from .units import answer_units, is_reference
+from .units import answer_units, fragment_paragraphs, is_reference
 
 __all__ = ["SentenceReader", "default_extractive_reader", "calibrate_min_span_score",
            "OFFLINE_MIN_SPAN_SCORE", "OFFLINE_RANK_WEIGHT", "OFFLINE_SENTENCE_ENCODER"]
@@ -41,10 +41,13 @@ class SentenceReader(BaseSpanReader):
     commands, "e.g."), and a sentence ending in ":" with the block it introduces — instead of
     bare ``ragbook.text.sentence_spans``; ``skip_references`` (True): a sentence that only
     points elsewhere ("See the full discussion.", a quoted heading with its section number:
-    ``units.is_reference``) is never an answer; ``rank_weight``, a prior for the retrieval
-    rank: a sentence of the hit ranked ``r`` scores ``cosine + rank_weight / r`` (0: cosine
-    alone), so that between two near-equal sentences the better-retrieved passage wins — the
-    score, and so the floor it is compared with, then carries the rank. 0 here;
+    ``units.is_reference``) is never an answer; ``fragment_paragraphs`` (True): a paragraph
+    that opens with a short sentence (``units.fragment_paragraphs``: "Pre-Depends is a
+    special dependency." alone restates the term) is a candidate answer too;
+    ``rank_weight``, a prior for the retrieval rank: a sentence of the hit ranked ``r``
+    scores ``cosine + rank_weight / r`` (0: cosine alone), so that between two near-equal
+    sentences the better-retrieved passage wins — the score, and so the floor it is
+    compared with, then carries the rank. 0 here;
     ``default_extractive_reader`` ships ``OFFLINE_RANK_WEIGHT`` (docs/benchmarks.md,
     "Answers on an unseen corpus": it helped on the Python docs and the unseen manual and
     did not hurt the help centre significantly at 0.05; 0.1 did). A floor calibrated for one
@@ -53,7 +56,7 @@ class SentenceReader(BaseSpanReader):
 
     def __init__(self, encoder=None, min_span_score: float | None = None, min_words: int = 3,
                  rank_weight: float = 0.0, whole_units: bool = True,
-                 skip_references: bool = True):
+                 skip_references: bool = True, fragment_paragraphs: bool = True):
         rank_weight = check_threshold(rank_weight, "rank_weight") or 0.0
         if rank_weight < 0:
             raise ValueError(f"rank_weight must be >= 0 (a bonus for better-ranked hits), got "
@@ -62,6 +65,7 @@ class SentenceReader(BaseSpanReader):
         self.min_span_score = check_threshold(min_span_score, "min_span_score")
         self.min_words, self.rank_weight = min_words, rank_weight
         self.whole_units, self.skip_references = bool(whole_units), bool(skip_references)
+        self.fragment_paragraphs = bool(fragment_paragraphs)
         self.latencies_: list[float] = []
 
     def _fingerprint_extra(self) -> dict:
@@ -103,8 +107,10 @@ class SentenceReader(BaseSpanReader):
     def _sentences(self, context: str) -> list[tuple[int, int, str]]:
         """(start, end, text) of the sentences that can be an answer (the whole context when
         none qualifies; none for a blank context)."""
-        cut = answer_units if self.whole_units else sentence_spans
-        sents = [(a, z, context[a:z]) for a, z in cut(context)]
+        cut = (answer_units if self.whole_units else sentence_spans)(context)
+        if self.fragment_paragraphs:
+            cut = cut + fragment_paragraphs(context, cut)
+        sents = [(a, z, context[a:z]) for a, z in cut]
         sents = [(a, z, t) for a, z, t in sents
                  if len(t.split()) >= self.min_words and not t.startswith("#")
                  and not (self.skip_references and is_reference(t))]
@@ -146,7 +152,7 @@ OFFLINE_RANK_WEIGHT = 0.05
 OFFLINE_MIN_SPAN_SCORE = 0.6201
 OFFLINE_SENTENCE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 _SENTENCE_SETTINGS = ("min_span_score", "min_words", "rank_weight", "whole_units",
-                      "skip_references")
+                      "skip_references", "fragment_paragraphs")
 
 
 def default_extractive_reader(profile: str | None = None, **settings) -> BaseSpanReader:

@@ -22,10 +22,14 @@ import re
 
 from ..text import WRAP_WIDTH, sentence_spans
 
-__all__ = ["answer_units", "is_reference", "MAX_UNIT_CHARS"]
+__all__ = ["answer_units", "fragment_paragraphs", "is_reference", "MAX_UNIT_CHARS",
+           "FRAGMENT_WORDS"]
 
 #: a joined unit never grows past this many characters (a paragraph, not a page)
 MAX_UNIT_CHARS = 600
+#: a paragraph's first unit this short or shorter may be a fragment ("Pre-Depends is a
+#: special dependency."): its paragraph is a candidate answer too
+FRAGMENT_WORDS = 8
 # a line that opens a block of its own (heading, list item, quote, table row, code fence)
 _BLOCK = re.compile(r"\s*(?:#|[-*+]\s|\d+[.)]\s|>|\||```|~~~)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)", re.M)
@@ -112,6 +116,28 @@ def answer_units(text: str) -> list[tuple[int, int]]:
         units.append((a, z))
         i += 1
     return units
+
+
+def fragment_paragraphs(text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each paragraph (lines up to a blank line; not a heading, list or
+    code) that holds two or more of ``units`` and opens with one of ``FRAGMENT_WORDS`` words
+    or fewer, at most ``MAX_UNIT_CHARS`` long: where the opening sentence alone only
+    restates the term ("Pools are a special feature.") and the answer is the paragraph.
+
+    >>> t = "Pre-Depends is a special dependency.\\nIt makes dpkg unpack and configure it first."
+    >>> fragment_paragraphs(t, answer_units(t)) == [(0, len(t))]
+    True
+    """
+    out = []
+    for m in re.finditer(r"(?:[^\n]*\S[^\n]*(?:\n|$))+", text):
+        a = m.start() + len(m.group()) - len(m.group().lstrip())
+        z = m.start() + len(m.group().rstrip())
+        inside = [(x, y) for x, y in units if a <= x and y <= z]
+        if (len(inside) >= 2 and inside[0][0] == a and z - a <= MAX_UNIT_CHARS
+                and not _BLOCK.match(text, a)
+                and len(text[inside[0][0]:inside[0][1]].split()) <= FRAGMENT_WORDS):
+            out.append((a, z))
+    return out
 
 
 def is_reference(sentence: str) -> bool:
