@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .evaluate import f1_score, normalize_answer
 from .types import Answer, Hit, Stage, plain
 
-__all__ = ["Result", "ESCALATIONS", "read_traces", "outcome", "count_outcomes",
+__all__ = ["Result", "ESCALATIONS", "read_traces", "outcome", "answer_outcome", "count_outcomes",
            "with_history", "gold_ranks"]
 
 #: Every reason a pipeline hands a question over (``Pipeline``'s docstring says when).
@@ -105,6 +107,20 @@ def outcome(result: Result, gold: Sequence[str]) -> str:
     if result.escalated:
         return "escalated"
     return "right" if {h.doc_id for h in result.sources} & set(gold) else "wrong"
+
+
+def answer_outcome(result: Result, answers: Sequence[str], min_f1: float = 0.5) -> str:
+    """Judged by the answer, not the page: ``right`` when the answer holds one of the gold
+    ``answers`` (SQuAD-normalised, citation marks dropped) or overlaps one with token F1 of
+    at least ``min_f1``; ``wrong`` otherwise (any answer to an unanswerable question, no
+    ``answers``, is wrong); ``escalated``. A right page can still give a wrong answer — a
+    neighbouring sentence, a fragment — which ``outcome`` would count as right."""
+    if result.escalated:
+        return "escalated"
+    said = normalize_answer(re.sub(r"\s*\[\d+\]", "", result.answer.text or ""))
+    golds = [a["text"] if isinstance(a, Mapping) else a for a in answers]
+    inside = any(normalize_answer(g) and normalize_answer(g) in said for g in golds)
+    return "right" if golds and (inside or f1_score(said, golds) >= min_f1) else "wrong"
 
 
 def count_outcomes(pipeline, prepared: Sequence, questions: Sequence) -> dict[str, int]:

@@ -16,7 +16,7 @@ from ragbook.calibration import (
     risk_curve,
 )
 from ragbook.pipeline import Pipeline
-from ragbook.result import count_outcomes, outcome, with_history
+from ragbook.result import answer_outcome, count_outcomes, outcome, with_history
 
 
 def exact_tail(wrong, n, rate):
@@ -158,3 +158,27 @@ def test_pipeline_calibrate_with_a_target_error(hc_hybrid, hc, capsys):
             pipeline.calibrate(prepared, test, target_error=bad)
     with pytest.raises(ValueError, match="probability must lie strictly between 0 and 1"):
         pipeline.calibrate(prepared, test, target_error=0.2, probability=1.0)
+
+
+def test_answer_outcome_judges_the_answer_not_the_page():
+    """The right page with a neighbouring sentence is right by page, wrong by answer; the
+    gold span inside a longer answer, or most of its words, is right."""
+    from ragbook.result import Result
+    from ragbook.types import Answer, Hit
+
+    page = Hit("refund:0", 0.9, 1, "billing-refund-policy", "…")
+    gold = [{"doc": "billing-refund-policy", "text": "Enterprise contracts carry a 30-day "
+                                                     "refund window"}]
+
+    def said(text):
+        return Result("q", "q", Answer(text, ("refund:0",)), sources=(page,))
+
+    neighbour = said("Refunds are issued to the original card.")
+    assert outcome(neighbour, ["billing-refund-policy"]) == "right"
+    assert answer_outcome(neighbour, gold) == "wrong"
+    assert answer_outcome(said("Note: enterprise contracts carry a 30-day refund window [1], "
+                               "unlike monthly plans."), gold) == "right"
+    assert answer_outcome(said("Enterprise contracts carry a 30-day window."), gold) == "right"
+    assert answer_outcome(said("Anything at all."), []) == "wrong"          # unanswerable
+    escalated = Result("q", "q", Answer(None, reason="low_confidence"), reason="low_confidence")
+    assert answer_outcome(escalated, gold) == "escalated"
