@@ -91,8 +91,9 @@ def eval_command(index, questions_path, *, settings=None, save=None, against=Non
         save_baseline(save, values, index=str(index), questions=str(questions_path),
                       corpus_fingerprint=retriever.corpus_fingerprint,
                       settings=str(settings) if settings is not None else None)
+        again = f" --settings {settings}" if settings is not None else ""
         say(f"per-question values of {', '.join(runs)} saved to {save}; after a change, "
-            f"'ragbook eval {index} {questions_path} --against {save}' gates {run}")
+            f"'ragbook eval {index} {questions_path}{again} --against {save}' gates {run}")
     if against is None:
         return 0
     base = load_baseline(against)
