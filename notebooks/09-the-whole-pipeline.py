@@ -385,8 +385,11 @@ print(f"\ncaught {caught} of {len(conflict_qs)}; both pages among the candidates
 
 # %%
 print("superseded pages:", ", ".join(d.id for d in hc.documents if d.metadata.get("status") == "superseded"))
-q91 = question("ba-q091")
 off = Pipeline(hybrid, exclude_superseded=False)
+traps = [q for q in hc.questions if q.category == "superseded_trap"]
+# the first trap question whose answer, filter off, would come from the retired page
+q91 = next((q for q in traps if off.ask(q.text).reason == "superseded_source"
+            and not pipeline.ask(q.text).escalated), question("ba-q091"))
 prep_off = off.prepare(q91.text)
 r_off = off.decide(prep_off)
 would = max((s for s in prep_off.spans if s), key=lambda s: s.score)
@@ -395,10 +398,10 @@ print(f"{q91.text!r}\n\nfilter off: best sentence from {source.doc_id} "
       f"(status {source.metadata['status']}): {would.text!r}")
 print(f"   -> escalated: {r_off.reason}: {r_off.detail}")
 r_on = pipeline.ask(q91.text)
-print(f"filter on:  answered from {r_on.sources[0].doc_id} (status {r_on.sources[0].metadata['status']}): "
-      f"{r_on.answer.text!r}")
+print(f"filter on:  escalated: {r_on.reason}" if r_on.escalated else
+      f"filter on:  answered from {r_on.sources[0].doc_id} (status "
+      f"{r_on.sources[0].metadata['status']}): {r_on.answer.text!r}")
 
-traps = [q for q in hc.questions if q.category == "superseded_trap"]
 trap_in = sum(q.extra["trap"] in {h.doc_id for h in off.prepare(q.text).candidates} for q in traps)
 trap_esc = sum(off.ask(q.text).reason == "superseded_source" for q in traps)
 assert not any(q.extra["trap"] in {h.doc_id for h in everything[q.id].candidates} for q in traps)
