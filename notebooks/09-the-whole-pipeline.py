@@ -580,10 +580,11 @@ print(f"on the test split at that threshold: {len(test_delivered)} of {len(hc_te
       f"(the promise: at most {promise.target_error:.0%})")
 
 # %% [markdown]
-# A promise costs labels. On the dev questions about three answers in ten are wrong at nearly
-# every threshold — the most confident included — so 73 questions cannot rule out a true error
-# of 30%, and at α = 0.3 the pipeline hands everything over. The tightest promise the binomial
-# test allows at the dev split's own error rate, for more and more delivered answers:
+# A promise costs labels. The binomial test must rule out a true error above α from the answers
+# the labelled questions deliver, so the stricter the promise, the more answers it takes — with
+# a few dozen, only a loose promise can be kept, whatever the pipeline's real error. The
+# tightest promise the test allows at the dev split's own error rate, for more and more
+# delivered answers:
 
 # %%
 from ragbook.calibration import binomial_p_value, risk_curve
@@ -600,9 +601,9 @@ for n in (dev_all.delivered, 200, 1000, 5000):
 # %% [markdown]
 # The risk–coverage curve shows the whole trade on the test split: each threshold as the share
 # of questions answered (coverage) against the share of those answers that are wrong. Always
-# answering is the right end, always escalating the origin (no answers, no wrong ones); the
-# flat stretch is why no strict threshold could be certified — raising the floor drops right
-# and wrong answers alike.
+# answering is the right end, always escalating the origin (no answers, no wrong ones). Where
+# the curve falls as coverage shrinks, a higher floor buys accuracy; where it is flat, the floor
+# drops right and wrong answers alike, and only more labels make a stricter promise possible.
 
 # %%
 test_curve = risk_curve([x.confidence for x in hc_prepared["test"]],
