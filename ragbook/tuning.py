@@ -107,6 +107,7 @@ class Pools:
     learner: LearnedReranker | None = None
 
     def labels(self, first: str, qid: str) -> np.ndarray:
+        """1 for each hit of ``first``'s list for ``qid`` whose document is gold, else 0."""
         return np.array([int((h.doc_id or h.id) in self.qrels[qid])
                          for h in self.first[first][qid]], int)
 
@@ -258,6 +259,7 @@ class TuneReport:
 
     @property
     def adopted(self) -> bool:
+        """True when the chosen setting is not the default (dense counts as a change)."""
         return self.chosen.name != self.default.name
 
     @property
