@@ -31,8 +31,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binom
-
 __all__ = ["RiskPoint", "Guarantee", "risk_curve", "cost_threshold", "binomial_p_value",
            "first_testable", "controlled_threshold"]
 
@@ -90,6 +88,8 @@ def binomial_p_value(wrong: int, delivered: int, target_error: float) -> float:
     """P(Binomial(``delivered``, ``target_error``) ≤ ``wrong``): how surprising so few wrong
     answers would be if the true delivered error were ``target_error``. 1.0 when nothing
     is delivered (no evidence)."""
+    from scipy.stats import binom  # here, not at import: ``import ragbook`` stays light
+
     return float(binom.cdf(wrong, delivered, target_error)) if delivered else 1.0
 
 
