@@ -13,7 +13,7 @@ from pathlib import Path
 from .evaluate import compare_runs, format_table, run_from_hits
 from .fusion import HybridRetriever
 from .gate import GATE_METRIC, gate, load_baseline, per_question, save_baseline
-from .persist import CorruptIndexError
+from .persist import CorruptIndexError, recover
 from .questions import labelled, read_questions
 from .tuned import load_settings, save_settings
 from .tuning import tune
@@ -29,6 +29,7 @@ GATE_FAILED = 3  # exit code: the regression gate failed
 def load_index(path: str | Path) -> HybridRetriever:
     """A saved index, or an error that says which command builds one."""
     path = Path(path)
+    recover(path)  # a save killed between its two renames: put the previous index back
     if not (path / "manifest.json").is_file():
         what = "does not exist" if not path.exists() else "is not a ragbook index"
         raise FileNotFoundError(f"{str(path)!r} {what}; build one with "

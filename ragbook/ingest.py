@@ -39,7 +39,7 @@ from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
 from .filters import check_metadata
 from .fusion import HybridRetriever
-from .persist import read_manifest
+from .persist import read_manifest, recover
 from .types import Document
 
 __all__ = ["read_documents", "SUFFIXES", "content_hash", "sync_index", "IndexSync"]
@@ -323,6 +323,7 @@ def _previous(out: Path, sources: dict, encoder: Encoder):
     """``((retriever, saved sources), None)`` when ``out`` holds an index this sync can
     update in place; ``(None, why not)`` when it holds one that must be built again in full;
     ``(None, None)`` when it holds none."""
+    recover(out)  # a save killed between its two renames: update the previous index
     if not (out / "manifest.json").is_file():
         return None, None
     saved = read_manifest(out, "HybridRetriever").get("sources")

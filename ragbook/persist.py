@@ -58,7 +58,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FORMAT_VERSION", "CorruptIndexError", "dumps", "loads", "save_atomic",
-           "read_manifest"]
+           "read_manifest", "recover"]
 
 FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
 
@@ -265,19 +265,28 @@ def save_atomic(path: str | os.PathLike, kind: str, write, info: Mapping[str, An
     return path
 
 
+def recover(path: str | os.PathLike) -> bool:
+    """Put back the index a save killed between its two renames left beside ``path``
+    (``.NAME.old-*``), if ``path`` is missing; True when it did. Every loader calls this
+    first (``read_manifest`` does), so ``ragbook ask``/``eval`` load the previous index
+    instead of saying there is none. Waits for the swap lock, so a swap in progress in
+    another thread or process is never mistaken for a crash."""
+    path = Path(path)
+    if (path / "manifest.json").exists() or not path.name or not path.parent.is_dir():
+        return False
+    try:
+        with _swap_lock(path.parent):
+            return _recover(path) is not None
+    except OSError:  # a folder we may not rename in: the caller reports what is missing
+        return False
+
+
 def read_manifest(path: str | os.PathLike, kind: str) -> dict:
     """Check a folder written by ``save_atomic`` and return its manifest; raise
     ``CorruptIndexError`` naming the file that is missing or changed."""
     path = Path(path)
     mf = path / "manifest.json"
-    if not mf.exists() and path.name and path.parent.is_dir():
-        # a save killed between its two renames, or one swapping right now: wait for the
-        # swap lock, then put the old folder back if ``path`` is still missing
-        try:
-            with _swap_lock(path.parent):
-                _recover(path)
-        except OSError:
-            pass
+    recover(path)
     if not mf.exists() and (path.parent / "manifest.json").is_file():
         raise CorruptIndexError(f"{str(path)!r} is missing from the index saved in "
                                 f"{str(path.parent)!r}", "rebuild and save the index again")
