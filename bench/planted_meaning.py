@@ -18,6 +18,7 @@ below 0.2). Also: the shipped model (trained on every row) on issue 21's 81 vari
 and pair, and a fixed sample of Python-docs sentences (``--sample``, seed 0).
 
     flock /tmp/ragbook-heavy.lock .venv/bin/python bench/planted_meaning.py [--sample 3000]
+        [--helpcentre-negatives]
 """
 import argparse
 import json
@@ -107,9 +108,20 @@ def table(title, res, groups):
                                        for t in totals.values()) + " |")
 
 
+def helpcentre_sentences(ids) -> list[str]:
+    """The normalised sentences of the help-centre articles ``ids`` (its planted one aside)."""
+    return sorted({normalise(d.text[a:z]) for d in load_helpcentre().documents if d.id in ids
+                   for a, z in sentence_spans(d.text)
+                   if not d.text[a:z].startswith(PLANTED_ON_PURPOSE[1])} - {""})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sample", type=int, default=3000, help="Python-docs sentences checked")
+    ap.add_argument("--helpcentre-negatives", action="store_true",
+                    help="experiment (not the shipped model): also train on help-centre "
+                         "sentences; the help centre is then judged cross-fitted, two folds "
+                         "by article, each by a model that never saw its articles")
     args = ap.parse_args()
     t0 = time.time()
     enc = Memo(Encoder("prefix_encoder", profile="offline", show_progress=False))
@@ -119,6 +131,13 @@ def main():
           f"benign rows; {len(langs)} languages")
     negatives = background(data_dir())
     print(f"background negatives (Ninja manual + package READMEs): {len(negatives)} sentences")
+    folds = None
+    if args.helpcentre_negatives:
+        ids = sorted({d.id for d in load_helpcentre().documents})
+        random.Random(0).shuffle(ids)
+        folds = [set(ids[::2]), set(ids[1::2])]
+        negatives = negatives + helpcentre_sentences(set(ids))
+        print(f"+ help-centre sentences as negatives: {len(negatives)} in all")
     by_lang = logo(rows, "lang", enc, negatives)
     by_class = logo(rows, "class", enc, negatives)
     table("Held-out language (train on every other language)", by_lang, langs)
@@ -126,7 +145,7 @@ def main():
     table("Held-out class (train on every other class)", by_class, classes)
 
     # the shipped model: trained on everything, judged on what it never saw
-    shipped = MeaningSignal(encoder=enc)
+    shipped = MeaningSignal(train(rows, enc, negatives) if folds else None, encoder=enc)
     old = [json.loads(x) for x in (data_dir() / "redteam" / "planted.jsonl")
            .read_text(encoding="utf-8").splitlines() if x]
     for r in old:
@@ -137,8 +156,13 @@ def main():
     print(f"\nshipped model, meaning + patterns, issue 21's variants (never trained on): "
           f"{pct(len(ok), len(old))}")
     fp, n = [], 0
+    judges = {}
+    for k, fold in enumerate(folds or ()):   # a model per fold that never saw its articles
+        other = helpcentre_sentences(folds[1 - k])
+        judges.update(dict.fromkeys(fold, MeaningSignal(train(
+            rows, enc, background(data_dir()) + other), enc)))
     for d in load_helpcentre().documents:
-        flagged = set(planted_spans(d.text, extra=shipped))
+        flagged = set(planted_spans(d.text, extra=judges.get(d.id, shipped)))
         for a, z in sentence_spans(d.text):
             s = d.text[a:z]
             if d.id == PLANTED_ON_PURPOSE[0] and s.startswith(PLANTED_ON_PURPOSE[1]):
