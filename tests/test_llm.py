@@ -368,29 +368,31 @@ def wait_for(condition, seconds=5.0):
         time.sleep(0.01)
 
 
-def test_connections_beyond_the_cap_get_503_at_once_and_the_cap_frees_up():
+def test_connections_beyond_max_waiting_get_503_at_once_and_the_queue_frees_up():
     backend = Scripted()
-    with ChatServer(backend, max_connections=3, request_timeout=20) as server:
+    with ChatServer(backend, max_waiting=3, request_timeout=20) as server:
         address = server._httpd.server_address[:2]
         threads = threading.active_count()
         stalled = [socket.create_connection(address, timeout=5) for _ in range(3)]
         try:
-            wait_for(lambda: server._httpd.active_connections == 3)
+            wait_for(lambda: server._httpd.waiting_connections == 3)
+            assert server._httpd.active_connections == 0     # idle sockets hold no thread
             t = time.monotonic()
             for _ in range(3):                        # each extra one is turned away, fast
                 headers = {"Host": "localhost", "Content-Type": "application/json",
                            "Content-Length": len(OK_BODY)}
                 code, reply = raw_exchange(address, chat_request(headers, OK_BODY))
-                assert code == 503 and "max_connections=3" in reply["error"]["message"]
+                assert code == 503 and "max_waiting=3" in reply["error"]["message"]
             assert time.monotonic() - t < 3 and backend.calls == 0
-            assert threading.active_count() <= threads + 3    # no thread for the extra ones
+            assert threading.active_count() <= threads    # no thread for any of them
         finally:
             for sock in stalled:
                 sock.close()
-        wait_for(lambda: server._httpd.active_connections == 0)
+        wait_for(lambda: server._httpd.waiting_connections == 0)
         assert post(server.base_url + "/chat/completions", OK_BODY)[0] == 200
     for name, bad in (("max_connections", 0), ("max_connections", 2.0),
                       ("max_connections", True), ("request_timeout", 0),
+                      ("header_timeout", -1), ("max_waiting", 0),
                       ("request_timeout", float("inf")), ("request_timeout", "30")):
         with pytest.raises(ValueError, match=rf"{name} must be .*e\.g\. {name}="):
             ChatServer(backend, **{name: bad})

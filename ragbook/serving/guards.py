@@ -2,12 +2,22 @@
 ``Origin`` that is not loopback (DNS rebinding, a cross-site page), more connections than its
 cap (answered 503 from the accepting thread), and a request that does not arrive whole within
 its deadline (a trickling or silent client, answered 408); and the checks of the settings
-that configure those guards."""
+that configure those guards.
+
+Why stalled clients cannot starve real ones: a connection gets a thread (one of
+``max_connections``) only once its request line and headers have arrived whole. Until then
+it waits in a gate — one thread and a selector for all of them, reading what they send —
+and is answered 408 when its head is not in within ``header_timeout`` (or ``request_timeout``
+when shorter). Connections whose head is in queue, first come first served, for a free
+thread; only beyond ``max_waiting`` connections waiting at once is one refused (503). So 100
+idle sockets cost 100 selector entries and no thread, and a well-formed request behind them
+is served as soon as a thread is free."""
 from __future__ import annotations
 
 import ipaddress
 import json
 import math
+import selectors
 import socket
 import threading
 import time
@@ -19,6 +29,7 @@ __all__ = ["LINGER_S", "DeadlineExceeded", "DeadlineReader", "CappedServer", "is
 
 LINGER_S = 0.5           # how long a refused connection is drained before it is closed
 _MAX_LINGERING = 64      # refused sockets awaiting their close at once (beyond: closed at once)
+_MAX_HEAD = 65536        # a request line and headers longer than this go to a thread (431/400)
 
 
 
@@ -141,8 +152,8 @@ class DeadlineReader:
     time left, so a client trickling one byte a second is still cut. ``DeadlineExceeded``
     when late."""
 
-    def __init__(self, sock: socket.socket):
-        self._sock, self._buf, self._deadline = sock, bytearray(), math.inf
+    def __init__(self, sock: socket.socket, head: bytes = b""):
+        self._sock, self._buf, self._deadline = sock, bytearray(head), math.inf
 
     def start(self, seconds: float) -> None:
         """Start a request's clock: all of it must arrive within ``seconds`` from now."""
@@ -187,37 +198,67 @@ class DeadlineReader:
 
 
 class CappedServer(ThreadingHTTPServer):
-    """A ``ThreadingHTTPServer`` that serves at most ``chat.max_connections`` connections at
-    once: one more is answered 503 from the accepting thread (no thread is started for it)
-    and closed after a short drain."""
+    """A ``ThreadingHTTPServer`` that serves at most ``chat.max_connections`` requests at
+    once, each on a thread given only once its head has arrived (see the module notes); the
+    others wait, up to ``chat.max_waiting`` at once; one more is answered 503 from the
+    accepting thread and closed after a short drain."""
+
+    request_queue_size = 1024   # the listen backlog (socketserver's 5 drops bursts' SYNs)
 
     def __init__(self, address, handler, chat):  # chat: the ChatServer (its settings)
         self._chat, self._active, self._count_lock = chat, 0, threading.Lock()
         self._lingering: list[tuple[float, socket.socket]] = []
-        super().__init__(address, handler)
+        self._new: list[tuple[socket.socket, object]] = []      # accepted, not yet in the gate
+        self._waiting: dict[socket.socket, list] = {}  # gate only: sock -> [addr, head, until]
+        self._ready: list[tuple[socket.socket, object]] = []   # head in: waiting for a thread
+        self._heads: dict[int, bytes] = {}                      # fileno -> head, for setup
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._stopping, self._gate = False, None
+        super().__init__(address, handler)   # a failed bind calls server_close: all is closed
+        self._gate = threading.Thread(target=self._run_gate, daemon=True, name="ragbook-gate")
+        self._gate.start()
 
     @property
     def active_connections(self) -> int:
-        """Connections being served now (the generating one included)."""
+        """Requests being served now on a thread (the generating one included)."""
         return self._active
+
+    @property
+    def waiting_connections(self) -> int:
+        """Connections waiting for their head to arrive or for a free thread."""
+        with self._count_lock:
+            return len(self._new) + len(self._waiting) + len(self._ready)
+
+    def take_head(self, sock: socket.socket) -> bytes:
+        """What the gate already read from ``sock`` (its request line and headers)."""
+        with self._count_lock:
+            return self._heads.pop(sock.fileno(), b"")
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # the wake-up pipe is full: the gate is awake anyway
+            pass
 
     def _release(self) -> None:
         with self._count_lock:
             self._active -= 1
+        self._wake()
 
     def process_request(self, request, client_address):
-        """Serve ``request`` on a thread of its own, or refuse it (503) when at the cap."""
+        """Hand ``request`` to the gate, or refuse it (503) when ``max_waiting`` wait."""
         with self._count_lock:
-            full = self._active >= self._chat.max_connections
+            full = len(self._new) + len(self._waiting) + len(self._ready) \
+                >= self._chat.max_waiting
             if not full:
-                self._active += 1
+                self._new.append((request, client_address))
         if full:
             return self._refuse(request)
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._release()
-            raise
+        self._wake()
 
     def process_request_thread(self, request, client_address):
         """Serve ``request`` (on its thread), then count its connection as gone."""
@@ -226,12 +267,112 @@ class CappedServer(ThreadingHTTPServer):
         finally:
             self._release()
 
+    # -- the gate: one thread reading the heads of every waiting connection -------------------
+    def _run_gate(self) -> None:
+        while not self._stopping:
+            with self._count_lock:
+                new, self._new = self._new, []
+            head_s = min(self._chat.header_timeout, self._chat.request_timeout)
+            for sock, address in new:
+                self._waiting[sock] = [address, bytearray(), time.monotonic() + head_s]
+                try:
+                    sock.setblocking(False)
+                    self._selector.register(sock, selectors.EVENT_READ)
+                except (OSError, ValueError):
+                    self._drop(sock)
+            try:
+                events = self._selector.select(timeout=0.1)
+            except OSError:  # pragma: no cover - the selector was closed by server_close
+                return
+            for key, _ in events:
+                if key.fileobj is self._wake_r:
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except OSError:
+                        pass
+                else:
+                    self._receive(key.fileobj)
+            self._expire()
+            self._dispatch()
+
+    def _drop(self, sock: socket.socket) -> None:
+        self._waiting.pop(sock, None)
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        sock.close()
+
+    def _receive(self, sock: socket.socket) -> None:
+        """Read what ``sock`` sent; move it to the ready queue once its head is whole."""
+        entry = self._waiting.get(sock)
+        if entry is None:
+            return
+        try:
+            data = sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            return self._drop(sock)
+        head = entry[1]
+        head += data
+        whole = b"\r\n\r\n" in head or b"\n\n" in head or len(head) >= _MAX_HEAD
+        if data and not whole:
+            return
+        if not head:                  # closed without sending anything
+            return self._drop(sock)
+        self._waiting.pop(sock)
+        self._selector.unregister(sock)
+        with self._count_lock:        # a client that closed mid-head is answered by a thread
+            self._ready.append((sock, entry[0]))
+            self._heads[sock.fileno()] = bytes(head)
+
+    def _expire(self) -> None:
+        """Answer 408 to every waiting connection whose head did not arrive in time."""
+        now = time.monotonic()
+        late = [sock for sock, (_, _, until) in self._waiting.items() if until <= now]
+        if not late:
+            return
+        chat = self._chat
+        name = "header_timeout" if chat.header_timeout <= chat.request_timeout \
+            else "request_timeout"
+        seconds = min(chat.header_timeout, chat.request_timeout)
+        reply = _error_bytes(408, "Request Timeout",
+                             f"the request line and headers did not arrive within {name}="
+                             f"{seconds:g} s; send the request at once (or construct "
+                             f"ChatServer(..., {name}=...) with more time)",
+                             "invalid_request_error")
+        for sock in late:
+            try:
+                sock.send(reply)      # all it sent was read: the close is a clean FIN
+            except OSError:
+                pass
+            self._drop(sock)
+
+    def _dispatch(self) -> None:
+        """Give free threads to ready connections, first come first served."""
+        while True:
+            with self._count_lock:
+                if not self._ready or self._active >= self._chat.max_connections:
+                    return
+                sock, address = self._ready.pop(0)
+                self._active += 1
+            try:
+                sock.setblocking(True)
+                ThreadingHTTPServer.process_request(self, sock, address)
+            except BaseException:
+                with self._count_lock:
+                    self._heads.pop(sock.fileno(), None)
+                self._release()
+                sock.close()
+
     def _refuse(self, request: socket.socket) -> None:
-        cap = self._chat.max_connections
+        cap = self._chat.max_waiting
         reply = _error_bytes(503, "Service Unavailable",
-                             f"the server already has {cap} connections open "
-                             f"(max_connections={cap}); retry shortly, or construct "
-                             f"ChatServer(..., max_connections={2 * cap}) to serve more at once",
+                             f"the server already has {cap} connections waiting "
+                             f"(max_waiting={cap}); retry shortly, or construct "
+                             f"ChatServer(..., max_waiting={2 * cap}) to queue more",
                              "server_error")
         try:
             request.setblocking(False)
@@ -265,8 +406,22 @@ class CappedServer(ThreadingHTTPServer):
         self._lingering = keep
 
     def server_close(self):
-        """Close the listening socket and every refused socket still draining."""
+        """Close the listening socket, stop the gate, and close every socket still waiting
+        or draining."""
         super().server_close()
+        self._stopping = True
+        self._wake()
+        if self._gate is not None:
+            self._gate.join(timeout=2)
         for _, sock in self._lingering:
             sock.close()
         self._lingering = []
+        with self._count_lock:
+            new, self._new, ready, self._ready = self._new, [], self._ready, []
+            self._heads.clear()
+        for sock in [s for s, _ in new + ready] + list(self._waiting):
+            sock.close()
+        self._waiting.clear()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()

@@ -152,11 +152,17 @@ class ChatServer:
       ``text/plain`` "simple request" is refused, and a JSON one needs a CORS preflight,
       which this server does not grant.
     - ``Transfer-Encoding`` (chunked) bodies are refused with 411: send ``Content-Length``.
-    - ``max_connections`` (default 16): connections served at once, the generating one
-      included; one more is answered 503 (``Retry-After: 1``) at once and closed.
+    - ``max_connections`` (default 16): requests served at once, each on a thread, the
+      generating one included. A connection gets a thread only once its request line and
+      headers are in, so idle or trickling clients never hold one.
+    - ``header_timeout`` (default 10 s): the request line and headers must arrive within it
+      from the connection's start, else 408 and the connection is closed.
+    - ``max_waiting`` (default 512): connections waiting at once — for their headers, or in
+      the queue for a thread (first come first served); one more is answered 503
+      (``Retry-After: 1``) at once and closed.
     - ``request_timeout`` (default 30 s): the whole request — line, headers and body — must
-      arrive within it from the connection's start, else 408 and the connection is closed,
-      however steadily the client trickles. Generation is not bounded by it.
+      arrive within it, else 408 and the connection is closed, however steadily the client
+      trickles. Generation is not bounded by it.
 
     Invalid settings raise ``ValueError`` naming the value, the rule and an example.
 
@@ -168,7 +174,8 @@ class ChatServer:
                  max_request_bytes: int = 1_000_000, api_key: str | None = None,
                  allowed_hosts: tuple[str, ...] | None = None,
                  allowed_origins: tuple[str, ...] | None = None,
-                 max_connections: int = 16, request_timeout: float = 30.0):
+                 max_connections: int = 16, request_timeout: float = 30.0,
+                 header_timeout: float = 10.0, max_waiting: int = 512):
         if isinstance(max_request_bytes, bool) or not isinstance(max_request_bytes, int) \
                 or max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be an int >= 1, got {max_request_bytes!r}; "
@@ -176,6 +183,9 @@ class ChatServer:
         self.max_connections = check_positive("max_connections", max_connections, int, "16")
         self.request_timeout = float(check_positive("request_timeout", request_timeout,
                                                      (int, float), "30.0"))
+        self.header_timeout = float(check_positive("header_timeout", header_timeout,
+                                                    (int, float), "10.0"))
+        self.max_waiting = check_positive("max_waiting", max_waiting, int, "512")
         self.allowed_hosts = check_allowed_hosts(allowed_hosts)
         self.allowed_origins = check_allowed_origins(allowed_origins)
         if not is_loopback(host):
@@ -293,7 +303,8 @@ class ChatServer:
             def setup(self):
                 super().setup()
                 self.rfile.close()
-                self.rfile = DeadlineReader(self.connection)
+                self.rfile = DeadlineReader(self.connection,
+                                            server._httpd.take_head(self.connection))
 
             def handle_one_request(self):
                 self.rfile.start(server.request_timeout)
