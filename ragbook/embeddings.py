@@ -385,7 +385,16 @@ class Encoder:
             name = _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}"
                          + self._precision_tag("__"))
             name += ".sqlite"
-            self._cache = _VectorCache(models.cache_dir("embeddings") / name, self.dim)
+            try:
+                folder = models.cache_dir("embeddings")
+            except OSError as err:   # under a file, read-only, no space: run uncached
+                warnings.warn(f"the embedding cache folder cannot be created ({err}); going on "
+                              f"without it, so every text is embedded again. Set "
+                              f"RAGBOOK_CACHE to a writable folder to cache vectors",
+                              stacklevel=3)
+                self.cache = False
+                return None
+            self._cache = _VectorCache(folder / name, self.dim)
         return self._cache
 
     def __repr__(self) -> str:
