@@ -36,7 +36,7 @@ from . import models
 from .cache import Cache
 from .checks import check_k
 from .component import Component
-from .streaming import cut_at_stop, tidy_pieces
+from .streaming import capped_lines, cut_at_stop, tidy_pieces
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
            "LLMUnavailableError", "LLMResponseError"]
@@ -356,7 +356,8 @@ class OpenAICompatibleLLM(Component):
                 if "text/event-stream" not in reply.headers.get("content-type", ""):
                     yield _completion_text(reply.read().decode("utf-8", "replace"), self.url)
                     return
-                yield from _event_text(reply.iter_lines(), self.url)
+                yield from _event_text(capped_lines(reply.iter_lines(), self.url,
+                                                    LLMResponseError), self.url)
 
         return tidy_pieces(raw(), stop)
 
