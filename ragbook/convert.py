@@ -16,8 +16,13 @@ Markdown file. The libraries are an optional extra (``pip install "ragbook[docum
 pypdf, beautifulsoup4, python-docx), imported only when a file of that kind is read.
 
 A file that cannot be converted (encrypted, no text layer, corrupt, empty, over
-``max_bytes``) raises ``ConversionError`` naming the file, the problem and the fix;
-``ingest.read_documents`` skips such a file in a folder with a warning and reads the rest.
+``max_bytes``, nested too deeply, a DOCX whose XML unzips past ``MAX_UNZIPPED``) raises
+``ConversionError`` naming the file, the problem and the fix — never another error —
+and ``ingest.read_documents`` skips such a file in a folder with a warning and reads the
+rest. Text past ``max_chars`` (a small file can expand to megabytes: a PDF's compressed
+page streams, a zipped DOCX) is cut with a warning. Content a reader does not see is left
+out: HTML hidden by ``hidden``, ``aria-hidden``, ``display:none``, ``visibility:hidden``,
+``opacity:0``, ``font-size:0`` or a hiding class, CDATA, and Word's hidden runs.
 
 >>> import tempfile, pathlib
 >>> page = pathlib.Path(tempfile.mkdtemp()) / "refunds.html"
@@ -37,12 +42,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .docx_text import body_items
 from .types import Document
 
 __all__ = ["convert", "read_pdf", "read_html", "read_docx", "pages_of", "CONVERTERS",
-           "MAX_BYTES", "ConversionError"]
+           "MAX_BYTES", "MAX_CHARS", "MAX_UNZIPPED", "ConversionError"]
 
 MAX_BYTES = 50_000_000  # the largest file converted by default (50 MB); read_documents(max_bytes=)
+MAX_CHARS = 10_000_000  # the most text kept from one file (about 3,000 pages); convert(max_chars=)
+MAX_UNZIPPED = 200_000_000  # a DOCX whose parts unzip past this is refused before parsing
+_MAX_DEPTH = 200        # HTML elements nested deeper are read as plain text
 _EXTRA = 'pip install "ragbook[documents]"'
 
 
@@ -53,12 +62,13 @@ class ConversionError(ValueError):
 
 
 def convert(path: str | os.PathLike, doc_id: str | None = None,
-            max_bytes: int = MAX_BYTES) -> Document:
+            max_bytes: int = MAX_BYTES, max_chars: int = MAX_CHARS) -> Document:
     """The ``Document`` in one PDF, HTML or DOCX file, by its suffix (see ``CONVERTERS``).
 
     ``doc_id`` defaults to the file name without the suffix (``read_documents`` passes the
     path relative to its folder). Files larger than ``max_bytes`` are refused before they are
     opened: a 2 GB scan would otherwise hold the whole index build.
+    Text past ``max_chars`` is cut at a word boundary, with a warning naming the file.
     """
     path = Path(path)
     reader = CONVERTERS.get(path.suffix.lower())
@@ -71,7 +81,26 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
     if size > max_bytes:
         raise ConversionError(f"{str(path)!r} is {size:,} bytes, over the limit max_bytes="
                               f"{max_bytes:,}; split the file, or pass a larger max_bytes")
-    return reader(path, doc_id or path.stem)
+    try:
+        doc = reader(path, doc_id or path.stem)
+    except (ConversionError, ImportError):
+        raise
+    except RecursionError:
+        raise ConversionError(f"{str(path)!r} is nested too deeply to convert; save it "
+                              f"flatter (or as plain text), or remove it") from None
+    except Exception as err:  # a converter's unforeseen failure: one bad file, not a crash
+        raise _unreadable(path, path.suffix.lstrip(".").upper(), err) from err
+    if len(doc.text) <= max_chars:
+        return doc
+    cut = doc.text.rfind(" ", 0, max_chars)
+    text = doc.text[:cut if cut > max_chars // 2 else max_chars].rstrip() + "\n"
+    warnings.warn(f"{str(path)!r} converts to {len(doc.text):,} characters, over max_chars="
+                  f"{max_chars:,}; only the first {len(text):,} are indexed. Split the file, "
+                  f"or pass a larger max_chars", stacklevel=2)
+    meta = dict(doc.metadata)
+    if "page_starts" in meta:
+        meta["page_starts"] = [min(s, len(text)) for s in meta["page_starts"]]
+    return Document(id=doc.id, text=text, title=doc.title, metadata=meta)
 
 
 def _library(module: str, package: str, suffix: str) -> Any:
@@ -207,8 +236,12 @@ def read_html(path: Path, doc_id: str) -> Document:
             or (articles[0] if len(articles) == 1 else None) or soup.body or soup)
     blocks: list[str] = []
     pending: list[str] = []
-    _html_blocks(root, blocks, pending, bs4)
+    deep: list[int] = []
+    _html_blocks(root, blocks, pending, bs4, 0, deep)
     _flush(pending, blocks)
+    if deep:
+        warnings.warn(f"{str(path)!r} nests elements over {_MAX_DEPTH} deep; what is deeper "
+                      f"is indexed as plain text (no headings or lists there)", stacklevel=3)
     blocks = [b for b in blocks if b.strip("#-|` \n")]
     if not blocks:
         raise ConversionError(f"{str(path)!r} holds no text once navigation, scripts and page "
@@ -219,11 +252,19 @@ def read_html(path: Path, doc_id: str) -> Document:
                     title=title or first_heading or path.stem, metadata={"format": "html"})
 
 
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)"
+                           r"|opacity\s*:\s*0*(?:\.0*)?\s*(?:;|$|!)|font-size\s*:\s*0+(?:\.0*)?"
+                           r"(?:px|pt|em|rem|%)?\s*(?:;|$|!))", re.I)
+_HIDING_CLASSES = {"hidden", "d-none", "hide", "is-hidden", "invisible", "display-none",
+                   "u-hidden", "hidden-xs-up"}
+
+
 def _is_boilerplate(tag) -> bool:
     if tag.name in _DROP or tag.get("role") in _DROP_ROLES:
         return True
-    if tag.has_attr("hidden") or tag.get("aria-hidden") == "true" or re.search(
-            r"display\s*:\s*none", tag.get("style") or ""):
+    if tag.has_attr("hidden") or tag.get("aria-hidden") == "true" \
+            or _HIDING_STYLE.search(tag.get("style") or "") \
+            or _HIDING_CLASSES & {c.lower() for c in tag.get_attribute_list("class") if c}:
         return True
     # the page's header and footer are boilerplate; an article's own header, or any header
     # with a heading in it, holds the title
@@ -232,13 +273,20 @@ def _is_boilerplate(tag) -> bool:
     return tag.name == "footer" or tag.find(list(_HEADINGS)) is None
 
 
-def _html_blocks(node, out: list[str], inline: list[str], bs4) -> None:
+def _html_blocks(node, out: list[str], inline: list[str], bs4, depth: int = 0,
+                 deep: list[int] | None = None) -> None:
     """Append the Markdown-like blocks under ``node`` to ``out``; ``inline`` collects the text
-    of the paragraph being read until a block element ends it."""
+    of the paragraph being read until a block element ends it. Below ``_MAX_DEPTH`` levels
+    an element's text is read flat (``get_text`` does not recurse), noted in ``deep``."""
     for child in node.children:
         if isinstance(child, bs4.NavigableString):
-            if type(child) in (bs4.NavigableString, bs4.CData):  # not comments or doctypes
+            if type(child) is bs4.NavigableString:  # not comments, doctypes or CDATA
                 inline.append(str(child))
+            continue
+        if depth >= _MAX_DEPTH:
+            inline.append(" " + child.get_text(" ") + " ")
+            if deep is not None:
+                deep.append(depth)
             continue
         name = child.name
         if name in _HEADINGS:
@@ -255,7 +303,7 @@ def _html_blocks(node, out: list[str], inline: list[str], bs4) -> None:
             _flush(inline, out)
             inner: list[str] = []
             pending: list[str] = []
-            _html_blocks(child, inner, pending, bs4)
+            _html_blocks(child, inner, pending, bs4, depth + 1, deep)
             _flush(pending, inner)  # text directly in the item, after any nested list
             out.extend(["- " + inner[0], *inner[1:]] if inner else [])
         elif name == "tr":
@@ -267,9 +315,9 @@ def _html_blocks(node, out: list[str], inline: list[str], bs4) -> None:
             inline.append(" ")
         elif name in _BLOCK:
             _flush(inline, out)
-            _html_blocks(child, out, [], bs4)
+            _html_blocks(child, out, [], bs4, depth + 1, deep)
         else:  # inline markup (a, b, em, code, span, ...): its text joins the paragraph
-            _html_blocks(child, out, inline, bs4)
+            _html_blocks(child, out, inline, bs4, depth + 1, deep)
     if node.name in _BLOCK:
         _flush(inline, out)
 
@@ -293,22 +341,24 @@ def read_docx(path: Path, doc_id: str) -> Document:
     deeper when the file has a ``Title`` paragraph (which becomes the ``#`` heading above
     them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
     ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
-    comments are left out. The title is the file's Title property, else its Title paragraph,
+    comments are left out, and so are hidden runs (``<w:vanish/>``) and deleted text;
+    tracked insertions, content controls, fields and text boxes are read (``docx_text``).
+    The title is the file's Title property, else its Title paragraph,
     else its first heading, else the file name.
     """
     docx = _library("docx", "python-docx", ".docx")
+    _check_unzipped(path)
     try:
         word = docx.Document(str(path))
-        items = list(word.iter_inner_content())
+        items = [(kind, _style(el, word, docx) if kind == "p" else "", text)
+                 for kind, el, text in body_items(word)]
         title = (word.core_properties.title or "").strip()
     except Exception as err:  # not a zip, a zip without Word parts, damaged XML
         raise _unreadable(path, "DOCX", err) from err
-    styled = [(_style(p), p) for p in items]
-    shift = int(any(style == "Title" for style, _ in styled))
+    shift = int(any(style == "Title" for _, style, _ in items))
     blocks, headings = [], []
-    for style, item in styled:
-        if not hasattr(item, "rows"):  # a paragraph
-            text = _words(item.text)
+    for kind, style, text in items:
+        if kind == "p":
             if not text:
                 continue
             heading = re.fullmatch(r"Heading ([1-9])", style)
@@ -319,10 +369,7 @@ def read_docx(path: Path, doc_id: str) -> Document:
             else:
                 blocks.append(("- " if style.startswith("List") else "") + text)
             continue
-        for row in item.rows:
-            cells = list(dict.fromkeys(_words(c.text) for c in row.cells))  # merged cells once
-            if any(cells):
-                blocks.append(" | ".join(cells))
+        blocks.append(text)           # a table row: its cells joined by " | "
     if not blocks:
         raise ConversionError(f"{str(path)!r} holds no text (no paragraph or table with "
                               f"words); remove it, or fill it")
@@ -332,9 +379,25 @@ def read_docx(path: Path, doc_id: str) -> Document:
                     metadata={"format": "docx"})
 
 
-def _style(item) -> str:
-    style = getattr(item, "style", None)
-    return (getattr(style, "name", "") or "") if not hasattr(item, "rows") else ""
+def _style(p, word, docx) -> str:
+    style = docx.text.paragraph.Paragraph(p, word).style
+    return getattr(style, "name", "") or ""
+
+
+def _check_unzipped(path: Path) -> None:
+    """Refuse a DOCX whose parts unzip past ``MAX_UNZIPPED`` bytes (a zip bomb), before
+    parsing any of it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            size = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError):
+        return                        # python-docx names the damage
+    if size > MAX_UNZIPPED:
+        raise ConversionError(f"{str(path)!r} unzips to {size:,} bytes, over MAX_UNZIPPED="
+                              f"{MAX_UNZIPPED:,} (a compressed file that expands enormously); "
+                              f"open it in Word and save a smaller copy, or remove it")
 
 
 CONVERTERS: dict[str, Callable[[Path, str], Document]] = {

@@ -1,0 +1,103 @@
+"""The text of a Word body as its reader sees it, read from the XML (for ``convert.read_docx``).
+
+python-docx's ``paragraph.text`` reads only a paragraph's direct runs and hyperlinks, so
+text inside tracked insertions (``<w:ins>``), inline content controls (``<w:sdt>``), simple
+fields (``<w:fldSimple>``) and text boxes was silently dropped, body-level content controls
+hid whole paragraphs and tables, and ``table.rows`` crashed on a table without
+``<w:tblPr>``. Here every ``<w:t>`` of a paragraph counts, except:
+
+* hidden runs (``<w:vanish/>`` in the run's properties): Word does not show them;
+* deleted text (``<w:del>``, ``<w:moveFrom>``): the reader sees the document after changes;
+* the ``mc:Fallback`` copy of a text box (Word stores each text box twice);
+* field instructions (``<w:instrText>``, not ``<w:t>``): the field's shown result is kept.
+
+The walk is iterative, so a deeply nested body cannot exhaust Python's stack.
+
+>>> import docx
+>>> word = docx.Document(); _ = word.add_paragraph("Refunds take 14 days.")
+>>> [(kind, text) for kind, _, text in body_items(word)]
+[('p', 'Refunds take 14 days.')]
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+__all__ = ["body_items", "W"]
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_OUT = {f"{W}del", f"{W}moveFrom", _MC_FALLBACK}
+_WRAPPERS = {f"{W}sdt", f"{W}sdtContent", f"{W}customXml", f"{W}smartTag", f"{W}ins",
+             f"{W}moveTo"}
+_FALSE = {"0", "false", "off"}
+
+
+def _hidden(run) -> bool:
+    vanish = run.find(f"{W}rPr/{W}vanish")
+    return vanish is not None and vanish.get(f"{W}val", "true").lower() not in _FALSE
+
+
+def _shown(node, stop) -> bool:
+    """``node`` is not in a hidden run, a deletion or a fallback copy (up to ``stop``)."""
+    while node is not None and node is not stop:
+        if node.tag in _OUT or (node.tag == f"{W}r" and _hidden(node)):
+            return False
+        node = node.getparent()
+    return True
+
+
+def paragraph_text(p) -> str:
+    """The words a reader sees in paragraph ``p`` (text boxes in it included), one space
+    between words."""
+    parts = []
+    for node in p.iter(f"{W}t", f"{W}tab", f"{W}br", f"{W}cr"):
+        if _shown(node, p):
+            parts.append(node.text or "" if node.tag == f"{W}t" else " ")
+    return " ".join("".join(parts).split())
+
+
+def _top_paragraphs(node) -> Iterator:
+    """The paragraphs under ``node`` that are not inside another paragraph (a text box's
+    paragraphs are read with the paragraph holding it)."""
+    for p in node.iter(f"{W}p"):
+        parent = p.getparent()
+        while parent is not None and parent is not node and parent.tag != f"{W}p":
+            parent = parent.getparent()
+        if parent is node or parent is None:
+            yield p
+
+
+def _rows(tbl) -> list[str]:
+    rows = []
+    for tr in tbl.iter(f"{W}tr"):
+        if _nearest(tr, f"{W}tbl") is not tbl:
+            continue                          # a row of a nested table: read in its cell
+        cells = [" ".join(t for t in (paragraph_text(p) for p in _top_paragraphs(tc)) if t)
+                 for tc in tr.iter(f"{W}tc") if _nearest(tc, f"{W}tr") is tr]
+        cells = list(dict.fromkeys(cells))    # merged cells once
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return rows
+
+
+def _nearest(node, tag):
+    node = node.getparent()
+    while node is not None and node.tag != tag:
+        node = node.getparent()
+    return node
+
+
+def body_items(word) -> Iterator[tuple[str, object, str]]:
+    """``(kind, element, text)`` of a python-docx ``Document``'s body in reading order:
+    ``("p", paragraph, its text)`` and ``("row", table, a row's cells joined by " | ")``,
+    through content controls and tracked insertions, whatever their depth."""
+    stack = list(reversed(list(word.element.body)))
+    while stack:
+        node = stack.pop()
+        if node.tag == f"{W}p":
+            yield "p", node, paragraph_text(node)
+        elif node.tag == f"{W}tbl":
+            for row in _rows(node):
+                yield "row", node, row
+        elif node.tag in _WRAPPERS:
+            stack.extend(reversed(list(node)))
