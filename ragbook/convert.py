@@ -22,7 +22,8 @@ and ``ingest.read_documents`` skips such a file in a folder with a warning and r
 rest. Text past ``max_chars`` (a small file can expand to megabytes: a PDF's compressed
 page streams, a zipped DOCX) is cut with a warning. Content a reader does not see is left
 out: HTML hidden by ``hidden``, ``aria-hidden``, ``display:none``, ``visibility:hidden``,
-``opacity:0``, ``font-size:0`` or a hiding class, CDATA, and Word's hidden runs.
+``opacity:0``, ``font-size:0`` or a hiding class, CDATA, Word's hidden runs, and PDF text
+drawn invisible (render mode 3).
 
 >>> import tempfile, pathlib
 >>> page = pathlib.Path(tempfile.mkdtemp()) / "refunds.html"
@@ -141,7 +142,7 @@ def read_pdf(path: Path, doc_id: str) -> Document:
             raise ConversionError(f"{str(path)!r} is encrypted and needs a password to open; "
                                   f"decrypt it first (e.g. qpdf --decrypt --password=... in.pdf "
                                   f"out.pdf)")
-        pages = [(page.extract_text() or "") for page in pdf.pages]
+        pages = [_visible_text(page) for page in pdf.pages]
         title = ((pdf.metadata or {}).get("/Title") or "").strip()
     except ConversionError:
         raise
@@ -175,6 +176,32 @@ def read_pdf(path: Path, doc_id: str) -> Document:
     starts = [min(s, len(text)) for s in starts]  # trailing empty pages begin at the end
     return Document(id=doc_id, text=text, title=title or path.stem,
                     metadata={"format": "pdf", "pages": len(texts), "page_starts": starts})
+
+
+def _visible_text(page) -> str:
+    """A page's text, without text drawn invisible (render mode 3 or 7: neither filled nor
+    stroked, the way OCR layers and planted instructions hide text). Only a page that sets
+    such a mode pays for the slower walk."""
+    contents = page.get_contents()
+    data = contents.get_data() if contents is not None else b""
+    if not re.search(rb"(?<![\w.])[37]\s+Tr\b", data):
+        return page.extract_text() or ""
+    modes, parts = [0], []
+
+    def operator(op, args, cm, tm):
+        if op == b"Tr" and args:
+            modes[-1] = int(args[0])
+        elif op == b"q":
+            modes.append(modes[-1])
+        elif op == b"Q" and len(modes) > 1:
+            modes.pop()
+
+    def text(t, cm, tm, font, size):
+        if modes[-1] not in (3, 7):
+            parts.append(t)
+
+    page.extract_text(visitor_operand_before=operator, visitor_text=text)
+    return "".join(parts)
 
 
 def pages_of(item) -> tuple[int, ...]:

@@ -98,9 +98,9 @@ def test_a_docx_that_unzips_past_the_limit_is_refused_by_name(tmp_path, monkeypa
         assert [d.id for d in read_documents(tmp_path)] == ["ok"]
 
 
-def compressed_pdf(repeats: int) -> bytes:
+def compressed_pdf(repeats: int, ops: str | None = None) -> bytes:
     """A one-page PDF whose compressed content stream shows one sentence ``repeats`` times:
-    a few KB of file, ``repeats`` x 40 characters of text."""
+    a few KB of file, ``repeats`` x 40 characters of text (or draws ``ops``)."""
     writer = pypdf.PdfWriter()
     page = writer.add_blank_page(612, 792)
     font = DictionaryObject({NameObject("/Type"): NameObject("/Font"),
@@ -109,7 +109,7 @@ def compressed_pdf(repeats: int) -> bytes:
     page[NameObject("/Resources")] = DictionaryObject(
         {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
     stream = DecodedStreamObject()
-    stream.set_data(("BT /F1 11 Tf 14 TL 72 720 Td "
+    stream.set_data((ops or "BT /F1 11 Tf 14 TL 72 720 Td "
                      + "(Refunds take fourteen days in all plans.) Tj T* " * repeats
                      + "ET").encode("latin-1"))
     page.replace_contents(stream)
@@ -127,3 +127,13 @@ def test_text_past_max_chars_is_cut_with_a_warning(tmp_path):
         doc = convert(path, max_chars=20_000)
     assert len(doc.text) <= 20_000 and doc.text.startswith("Refunds take")
     assert doc.metadata["page_starts"] == [0]
+
+
+def test_invisible_pdf_text_is_not_indexed(tmp_path):
+    path = tmp_path / "invisible.pdf"
+    path.write_bytes(compressed_pdf(0, "BT /F1 11 Tf 14 TL 72 720 Td (Refunds take 14 days.) Tj "
+                                       "T* 3 Tr (SECRET-INVISIBLE) Tj T* 0 Tr (Shown after.) Tj "
+                                       "ET"))
+    text = convert(path).text
+    assert "SECRET" not in text, text
+    assert "Refunds take 14 days." in text and "Shown after." in text
