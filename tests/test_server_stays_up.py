@@ -96,3 +96,23 @@ def test_idle_connections_are_dropped_at_the_header_deadline():
         time.sleep(0.2)
         assert server._httpd.waiting_connections == 0
         assert exchange(address) == 200
+
+
+def test_clients_stalled_mid_body_hold_no_thread():
+    backend = Slow()
+    with ChatServer(backend, max_connections=4, request_timeout=20) as server:
+        address = server._httpd.server_address[:2]
+        head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                b"application/json\r\nContent-Length: 500\r\n\r\n{\"messages\": ")
+        stalled = [socket.create_connection(address, timeout=30) for _ in range(20)]
+        try:
+            for sock in stalled:              # the head and part of the body, then nothing
+                sock.sendall(head)
+            time.sleep(0.3)
+            t = time.monotonic()
+            assert [exchange(address) for _ in range(3)] == [200] * 3
+            assert time.monotonic() - t < 10          # not after request_timeout=20
+            assert server._httpd.waiting_connections == 20   # still in the gate, no thread
+        finally:
+            for sock in stalled:
+                sock.close()

@@ -8,15 +8,18 @@ Why stalled clients cannot starve real ones: a connection gets a thread (one of
 ``max_connections``) only once its request line and headers have arrived whole. Until then
 it waits in a gate — one thread and a selector for all of them, reading what they send —
 and is answered 408 when its head is not in within ``header_timeout`` (or ``request_timeout``
-when shorter). Connections whose head is in queue, first come first served, for a free
-thread; only beyond ``max_waiting`` connections waiting at once is one refused (503). So 100
-idle sockets cost 100 selector entries and no thread, and a well-formed request behind them
-is served as soon as a thread is free."""
+when shorter). A body of up to 64 KB (a chat request) is read by the gate too, within
+``request_timeout``, so a client that stalls mid-body holds no thread either. Connections
+whose request is in queue, first come first served, for a free thread; only beyond
+``max_waiting`` connections waiting at once is one refused (503). So 100 idle sockets cost
+100 selector entries and no thread, and a well-formed request behind them is served as soon
+as a thread is free."""
 from __future__ import annotations
 
 import ipaddress
 import json
 import math
+import re
 import selectors
 import socket
 import threading
@@ -30,6 +33,8 @@ __all__ = ["LINGER_S", "DeadlineExceeded", "DeadlineReader", "CappedServer", "is
 LINGER_S = 0.5           # how long a refused connection is drained before it is closed
 _MAX_LINGERING = 64      # refused sockets awaiting their close at once (beyond: closed at once)
 _MAX_HEAD = 65536        # a request line and headers longer than this go to a thread (431/400)
+_GATE_BODY = 65536       # bodies up to this are read whole by the gate (larger: by the thread)
+_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n", re.I)
 
 
 
@@ -273,8 +278,10 @@ class CappedServer(ThreadingHTTPServer):
             with self._count_lock:
                 new, self._new = self._new, []
             head_s = min(self._chat.header_timeout, self._chat.request_timeout)
-            for sock, address in new:
-                self._waiting[sock] = [address, bytearray(), time.monotonic() + head_s]
+            for sock, address in new:   # [address, bytes in, deadline, body deadline or None]
+                now = time.monotonic()
+                self._waiting[sock] = [address, bytearray(), now + head_s,
+                                       now + self._chat.request_timeout, False]
                 try:
                     sock.setblocking(False)
                     self._selector.register(sock, selectors.EVENT_READ)
@@ -317,9 +324,16 @@ class CappedServer(ThreadingHTTPServer):
             return self._drop(sock)
         head = entry[1]
         head += data
-        whole = b"\r\n\r\n" in head or b"\n\n" in head or len(head) >= _MAX_HEAD
-        if data and not whole:
+        ends = [i + len(sep) for sep in (b"\r\n\r\n", b"\n\n") if (i := head.find(sep)) >= 0]
+        if data and not ends and len(head) < _MAX_HEAD:
             return
+        if data and ends:             # the head is in: wait for a small body too
+            length = _LENGTH.search(b"\n" + head[:min(ends)])
+            need = int(length[1]) if length else 0
+            if need <= _GATE_BODY and len(head) - min(ends) < need:
+                if not entry[4]:
+                    entry[2], entry[4] = entry[3], True   # now the body's deadline applies
+                return
         if not head:                  # closed without sending anything
             return self._drop(sock)
         self._waiting.pop(sock)
@@ -329,21 +343,21 @@ class CappedServer(ThreadingHTTPServer):
             self._heads[sock.fileno()] = bytes(head)
 
     def _expire(self) -> None:
-        """Answer 408 to every waiting connection whose head did not arrive in time."""
+        """Answer 408 to every waiting connection whose head (or small body) is late."""
         now = time.monotonic()
-        late = [sock for sock, (_, _, until) in self._waiting.items() if until <= now]
-        if not late:
-            return
+        late = [sock for sock, entry in self._waiting.items() if entry[2] <= now]
         chat = self._chat
-        name = "header_timeout" if chat.header_timeout <= chat.request_timeout \
-            else "request_timeout"
-        seconds = min(chat.header_timeout, chat.request_timeout)
-        reply = _error_bytes(408, "Request Timeout",
-                             f"the request line and headers did not arrive within {name}="
-                             f"{seconds:g} s; send the request at once (or construct "
-                             f"ChatServer(..., {name}=...) with more time)",
-                             "invalid_request_error")
         for sock in late:
+            if self._waiting[sock][4]:
+                name, seconds, what = "request_timeout", chat.request_timeout, "request body"
+            else:
+                name = "header_timeout" if chat.header_timeout <= chat.request_timeout \
+                    else "request_timeout"
+                seconds, what = getattr(chat, name), "request line and headers"
+            reply = _error_bytes(408, "Request Timeout",
+                                 f"the {what} did not arrive within {name}={seconds:g} s; send "
+                                 f"the request at once (or construct ChatServer(..., "
+                                 f"{name}=...) with more time)", "invalid_request_error")
             try:
                 sock.send(reply)      # all it sent was read: the close is a clean FIN
             except OSError:

@@ -154,7 +154,7 @@ class ChatServer:
     - ``Transfer-Encoding`` (chunked) bodies are refused with 411: send ``Content-Length``.
     - ``max_connections`` (default 16): requests served at once, each on a thread, the
       generating one included. A connection gets a thread only once its request line and
-      headers are in, so idle or trickling clients never hold one.
+      headers (and a body of up to 64 KB) are in, so idle or stalled clients never hold one.
     - ``header_timeout`` (default 10 s): the request line and headers must arrive within it
       from the connection's start, else 408 and the connection is closed.
     - ``max_waiting`` (default 512): connections waiting at once — for their headers, or in
