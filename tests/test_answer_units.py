@@ -175,3 +175,12 @@ def test_the_unseen_corpus_labels_hold():
     assert counts == {("dev", "paraphrase"): 42, ("dev", "unanswerable"): 6,
                       ("test", "paraphrase"): 42, ("test", "unanswerable"): 6}
     assert len({q.text.lower() for q in ds.questions}) == len(ds.questions)
+
+
+def test_a_title_line_above_a_paragraph_is_not_a_fragment_sentence():
+    """Converted HTML/DOCX headings arrive as bare lines ("Expenses"): the paragraph under
+    one is not offered as an answer with the title glued on (a fragment is a sentence)."""
+    from ragbook.readers.units import answer_units, fragment_paragraphs
+
+    text = "Expenses\nReceipts must be uploaded within 30 days of purchase.\nLate ones are refused."
+    assert fragment_paragraphs(text, answer_units(text)) == []

@@ -120,9 +120,11 @@ def answer_units(text: str) -> list[tuple[int, int]]:
 
 def fragment_paragraphs(text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``(start, end)`` of each paragraph (lines up to a blank line; not a heading, list or
-    code) that holds two or more of ``units`` and opens with one of ``FRAGMENT_WORDS`` words
-    or fewer, at most ``MAX_UNIT_CHARS`` long: where the opening sentence alone only
-    restates the term ("Pools are a special feature.") and the answer is the paragraph.
+    code) that holds two or more of ``units`` and opens with a *sentence* (it ends in . ! or
+    ?; a bare title line such as "Expenses" from a converted heading does not) of
+    ``FRAGMENT_WORDS`` words or fewer, at most ``MAX_UNIT_CHARS`` long: where the opening
+    sentence alone only restates the term ("Pools are a special feature.") and the answer
+    is the paragraph.
 
     >>> t = "Pre-Depends is a special dependency.\\nIt makes dpkg unpack and configure it first."
     >>> fragment_paragraphs(t, answer_units(t)) == [(0, len(t))]
@@ -133,9 +135,10 @@ def fragment_paragraphs(text: str, units: list[tuple[int, int]]) -> list[tuple[i
         a = m.start() + len(m.group()) - len(m.group().lstrip())
         z = m.start() + len(m.group().rstrip())
         inside = [(x, y) for x, y in units if a <= x and y <= z]
+        opening = text[inside[0][0]:inside[0][1]].rstrip() if inside else ""
         if (len(inside) >= 2 and inside[0][0] == a and z - a <= MAX_UNIT_CHARS
-                and not _BLOCK.match(text, a)
-                and len(text[inside[0][0]:inside[0][1]].split()) <= FRAGMENT_WORDS):
+                and not _BLOCK.match(text, a) and opening.endswith((".", "!", "?"))
+                and len(opening.split()) <= FRAGMENT_WORDS):
             out.append((a, z))
     return out
 
