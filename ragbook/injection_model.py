@@ -32,6 +32,7 @@ import numpy as np
 
 from .checks import check_threshold
 from .component import Component
+from .datasets import load_ninja
 from .embeddings import Encoder
 from .injection import normalise
 from .text import sentence_spans
@@ -121,8 +122,6 @@ def background(data: Path) -> list[str]:
     ``data/pkgdocs``) — neither is a corpus the false positives are measured on (the help
     centre, the Python docs). Without them the regression, having seen only 138 honest
     texts, flags a quarter of the help centre's table rows and list items."""
-    from .datasets import load_ninja
-
     texts = [d.text for d in load_ninja().documents]
     texts += [f.read_text(encoding="utf-8", errors="replace")
               for f in sorted((Path(data) / "pkgdocs" / "readmes").glob("*.md"))]
