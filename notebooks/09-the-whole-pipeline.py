@@ -555,8 +555,8 @@ show_rates(f"  (wrong_cost 1: min_confidence {fmt(py_lenient)})", rates(py_pipel
 # questions on its own* — improve retrieval and reading there first (chapter 10), or accept a
 # cheaper wrong answer (the `wrong_cost 1` row shows what that buys).
 
-# %% [markdown]
-# ### A promise instead of a best guess
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Deep dive · A promise instead of a best guess
 #
 # The threshold above is the best one *on the dev questions*; it promises nothing about the
 # next question. `calibrate` can instead keep a stated promise: "at most α of the answers

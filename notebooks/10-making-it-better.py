@@ -823,8 +823,8 @@ print(f"corpus changed, a repeated question: misses {before} -> {answers.cache.m
 # The tests (`tests/test_advanced.py`, `tests/test_embeddings.py`) check for each cache that
 # a changed corpus or model misses.
 
-# %% [markdown]
-# ## Your labels decide: choosing settings without fooling yourself
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Your labels decide: choosing settings without fooling yourself
 #
 # Every technique in this chapter has settings, and so has the hybrid of chapter 5 (the RRF
 # constant, each channel's depth and weight). The tempting way to set them: try many, keep the
