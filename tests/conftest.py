@@ -5,6 +5,10 @@ And the furniture many test files share, built once per session:
 * ``hc``: the help centre (``load_helpcentre()``: articles, questions, splits);
 * ``hc_chunks``: its articles chunked as most tests need them (256 tokens, overlap 32);
 * ``hc_hybrid``: ``HybridRetriever(DenseIndex(Encoder()), BM25Index())`` built on ``hc_chunks``;
+* ``article_index(names)``: a saved index (``ragbook index``) of help-centre articles by
+  name, built once per list — by default ``SIX_ARTICLES``;
+* ``six_questions``: one labelled question per ``SIX_ARTICLES`` article, as ``(id, text,
+  gold)`` triples and as the JSONL file ``ragbook eval`` and ``ragbook tune`` read;
 * ``@pytest.mark.needs_milvus``: skips a test unless pymilvus and Milvus Lite are installed.
 
 Shared means read-only: search them, wrap them, slice them. A test that changes what it is
@@ -21,6 +25,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
+
+SIX_ARTICLES = ("billing-refund-policy", "billing-cancel-subscription", "billing-invoices",
+                "account-enterprise-plan", "account-export-csv", "account-free-plan-overview")
+SIX_QUESTIONS = (("q1", "how long is the refund window for enterprise contracts?",
+                  "billing-refund-policy"),
+                 ("q2", "how do I cancel my subscription", "billing-cancel-subscription"),
+                 ("q3", "export tickets to a CSV file", "account-export-csv"),
+                 ("q4", "where do I find my invoices", "billing-invoices"),
+                 ("q5", "what does the free plan include", "account-free-plan-overview"),
+                 ("q6", "what comes with the enterprise plan", "account-enterprise-plan"))
 
 
 def pytest_configure(config):
@@ -61,3 +75,42 @@ def hc_hybrid(hc_chunks):
     from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever
 
     return HybridRetriever(DenseIndex(Encoder()), BM25Index()).build(hc_chunks)
+
+
+@pytest.fixture(scope="session")
+def article_index(tmp_path_factory):
+    """``build(names=SIX_ARTICLES, without=())`` -> the path of a saved index of those
+    help-centre articles (less ``without``), made by ``ragbook index`` once per list of
+    names (read-only: ask, eval, tune and load it; a test that updates an index builds its
+    own)."""
+    import shutil
+
+    from ragbook.cli import main
+    from ragbook.datasets import data_dir
+
+    built = {}
+
+    def build(names=SIX_ARTICLES, without=()):
+        names = tuple(n for n in names if n not in without)
+        if names not in built:
+            root = tmp_path_factory.mktemp("docs")
+            for name in names:
+                shutil.copy(data_dir() / "helpcentre" / "articles" / f"{name}.md",
+                            root / f"{name}.md")
+            out = tmp_path_factory.mktemp("idx") / "index"
+            assert main(["index", str(root), "--out", str(out)]) == 0
+            built[names] = out
+        return built[names]
+
+    return build
+
+
+@pytest.fixture
+def six_questions(tmp_path):
+    """``(SIX_QUESTIONS, path)``: the triples, and the JSONL file of them."""
+    import json
+
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps({"id": q, "question": t, "gold": [g]}) + "\n"
+                            for q, t, g in SIX_QUESTIONS))
+    return SIX_QUESTIONS, path

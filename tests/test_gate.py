@@ -2,12 +2,10 @@
 MRR@10 on 120 questions is caught, and ``ragbook eval --save`` / ``--against`` wire it up."""
 import json
 import random
-import shutil
 
 import pytest
 
 from ragbook.cli import main
-from ragbook.datasets import data_dir
 from ragbook.gate import gate, load_baseline
 
 N = 120
@@ -88,54 +86,36 @@ def test_the_gate_pairs_only_shared_questions_and_refuses_nonsense():
 
 
 # -- the command line ---------------------------------------------------------------------
-ARTICLES = ["billing-refund-policy", "billing-cancel-subscription", "billing-invoices",
-            "account-enterprise-plan", "account-export-csv", "account-free-plan-overview"]
-QUESTIONS = [("q1", "how long is the refund window for enterprise contracts?",
-              "billing-refund-policy"),
-             ("q2", "how do I cancel my subscription", "billing-cancel-subscription"),
-             ("q3", "export tickets to a CSV file", "account-export-csv"),
-             ("q4", "where do I find my invoices", "billing-invoices"),
-             ("q5", "what does the free plan include", "account-free-plan-overview"),
-             ("q6", "what comes with the enterprise plan", "account-enterprise-plan")]
-
-
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("docs")
-    for name in ARTICLES:
-        shutil.copy(data_dir() / "helpcentre" / "articles" / f"{name}.md", root / f"{name}.md")
-    out = tmp_path_factory.mktemp("idx") / "index"
-    assert main(["index", str(root), "--out", str(out)]) == 0
-    return out
+def index(article_index):
+    return article_index()
 
 
 @pytest.fixture
-def questions(tmp_path):
-    path = tmp_path / "q.jsonl"
-    path.write_text("".join(json.dumps({"id": q, "question": t, "gold": [g]}) + "\n"
-                            for q, t, g in QUESTIONS))
-    return path
+def questions(six_questions):
+    return six_questions[1]
 
 
-def test_eval_save_then_against_the_same_index_passes(index, questions, tmp_path, capsys):
+def test_eval_save_then_against_the_same_index_passes(index, questions, six_questions,
+                                                       tmp_path, capsys):
     base = tmp_path / "baseline.json"
     assert main(["eval", str(index), str(questions), "--save", str(base)]) == 0
     saved = load_baseline(base)
     assert set(saved["values"]) == {"dense", "bm25", "hybrid"}
-    assert set(saved["values"]["hybrid"]["mrr@10"]) == {q for q, _, _ in QUESTIONS}
+    assert set(saved["values"]["hybrid"]["mrr@10"]) == {q for q, _, _ in six_questions[0]}
     capsys.readouterr()
     assert main(["eval", str(index), str(questions), "--against", str(base)]) == 0
     out = capsys.readouterr().out
     assert "regression gate on hybrid vs " in out and "pass: Δmrr@10 +0.000" in out
 
 
-def test_eval_against_a_better_baseline_fails_with_exit_code_3(index, questions, tmp_path,
-                                                               capsys):
+def test_eval_against_a_better_baseline_fails_with_exit_code_3(index, questions, six_questions,
+                                                               tmp_path, capsys):
     base = tmp_path / "baseline.json"
     assert main(["eval", str(index), str(questions), "--save", str(base)]) == 0
     doc = json.loads(base.read_text())
     # plant: the baseline found every gold document first, and bm25 is what we gate
-    doc["values"]["bm25"]["mrr@10"] = {q: 1.0 for q, _, _ in QUESTIONS}
+    doc["values"]["bm25"]["mrr@10"] = {q: 1.0 for q, _, _ in six_questions[0]}
     actual = {q: v for q, v in load_baseline(base)["values"]["bm25"]["mrr@10"].items()}
     base.write_text(json.dumps(doc))
     capsys.readouterr()

@@ -2,13 +2,11 @@
 support; planted cases where hybrid hurts (keeps dense, says why) and where nothing beats the
 default (adopts nothing); the settings file round-trips and refuses another index."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from ragbook.cli import main
-from ragbook.datasets import data_dir
 from ragbook.evaluate import run_from_hits
 from ragbook.learned_rerank import FEATURES
 from ragbook.tuning import Pools, Setting, choose, make_folds, tune
@@ -145,39 +143,17 @@ def test_on_the_help_centre_with_bm25_made_useless_it_keeps_dense(hc, hc_chunks)
     assert rows["hybrid (default)"]["Δmrr@10"][0] < 0
 
 
-ARTICLES = ["billing-refund-policy", "billing-cancel-subscription", "billing-invoices",
-            "account-enterprise-plan", "account-export-csv", "account-free-plan-overview"]
-QUESTIONS = [("q1", "how long is the refund window for enterprise contracts?",
-              "billing-refund-policy"),
-             ("q2", "how do I cancel my subscription", "billing-cancel-subscription"),
-             ("q3", "export tickets to a CSV file", "account-export-csv"),
-             ("q4", "where do I find my invoices", "billing-invoices"),
-             ("q5", "what does the free plan include", "account-free-plan-overview"),
-             ("q6", "what comes with the enterprise plan", "account-enterprise-plan")]
-
-
 @pytest.fixture(scope="module")
-def indexes(tmp_path_factory):
+def indexes(article_index):
     """Two indexes: the six articles, and the same minus one (another corpus)."""
-    out = []
-    for names in (ARTICLES, ARTICLES[:-1]):
-        root = tmp_path_factory.mktemp("docs")
-        for name in names:
-            shutil.copy(data_dir() / "helpcentre" / "articles" / f"{name}.md",
-                        root / f"{name}.md")
-        path = tmp_path_factory.mktemp("idx") / "index"
-        assert main(["index", str(root), "--out", str(path)]) == 0
-        out.append(path)
-    return out
+    return [article_index(), article_index(without=("account-free-plan-overview",))]
 
 
 def test_tune_writes_settings_that_ask_and_eval_use_and_another_index_refuses(
-        indexes, tmp_path, capsys):
+        indexes, six_questions, tmp_path, capsys):
     from ragbook import HybridRetriever, Pipeline, SettingsMismatchError, load_settings
 
-    questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(json.dumps({"id": q, "question": t, "gold": [g]}) + "\n"
-                                 for q, t, g in QUESTIONS))
+    triples, questions = six_questions
     settings = tmp_path / "tuned.json"
     assert main(["tune", str(indexes[0]), str(questions), "--out", str(settings),
                  "--folds", "2"]) == 0
@@ -188,9 +164,9 @@ def test_tune_writes_settings_that_ask_and_eval_use_and_another_index_refuses(
     assert doc["corpus_fingerprint"] == retriever.corpus_fingerprint
     assert doc["name"] == "dense"      # six questions support nothing over dense
     parts = load_settings(settings, retriever)
-    assert Pipeline(**parts).ask(QUESTIONS[0][1]).sources[0].doc_id == "billing-refund-policy"
+    assert Pipeline(**parts).ask(triples[0][1]).sources[0].doc_id == "billing-refund-policy"
 
-    assert main(["ask", str(indexes[0]), QUESTIONS[0][1], "--settings", str(settings)]) == 0
+    assert main(["ask", str(indexes[0]), triples[0][1], "--settings", str(settings)]) == 0
     assert "billing-refund-policy" in capsys.readouterr().out
     assert main(["eval", str(indexes[0]), str(questions), "--settings", str(settings)]) == 0
     assert "\ntuned " in capsys.readouterr().out
