@@ -14,7 +14,9 @@ rerank_threshold    no candidate scored at least the reranker's ``min_rerank_sco
 low_confidence      the confidence (best reranked score, else the retriever's) < ``min_confidence``
 planted_instruction the best answer would be a planted instruction (``planted_spans``)
 reader_abstained    the reader found no answer good enough (its own reason is in ``detail``)
-unsupported_answer  the reader's own check failed its answer (unsupported, uncited, ...)
+unsupported_answer  the reader's own check failed its answer (unsupported, uncited, ...), or the
+                    answer is a directive no other document states (``guards``: verdict
+                    ``unsupported_directive``)
 superseded_source   the answer would come from a page marked superseded
 conflict            two sources from different documents answer with different figures
 =================== ==========================================================================
@@ -49,7 +51,8 @@ from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
 from .filters import filter_keys, validate_where
-from .injection import instruction_like, planted_spans
+from .guards import inside, planted_answer, planted_in, unsupported_directive
+from .injection import instruction_like
 from .readers import default_extractive_reader
 from .result import Result, outcome
 from .retrieval import (
@@ -123,6 +126,10 @@ class Pipeline(Component):
     two sentences) be an extractive answer — when one would be the best answer, the question
     escalates (``planted_instruction``: the page needs a person's eyes); when a genuine
     answer ranks above it, that answer is given and the trace notes ``planted_skipped``.
+    ``guard_directives`` never delivers (nor streams) an answer sentence that is a directive
+    — a policy changed "from now on", a request for a password, words addressed to the
+    assistant, alone or after such a lead-in — unless another document states it too
+    (``guards.unsupported_directive``).
     ``trace_path`` appends one JSON line per question (a ``neutral_settings``). ``reader``
     defaults to ``default_extractive_reader()``; ``condenser`` to ``RuleCondenser()``.
     """
@@ -133,7 +140,7 @@ class Pipeline(Component):
                  candidates: int = 50, keep: int = 5, min_confidence: float | None = None,
                  min_confidence_kind: str | None = None, exclude_superseded: bool = True,
                  detect_conflicts: bool = True, conflict_margin: float = 0.05,
-                 skip_instructions: bool = True,
+                 skip_instructions: bool = True, guard_directives: bool = True,
                  trace_path: str | os.PathLike | None = None):
         self.retriever = check_role(retriever, Retriever, "retriever",
                                     "subclass ragbook.BaseRetriever, which derives retrieve() "
@@ -152,6 +159,7 @@ class Pipeline(Component):
         self.exclude_superseded, self.detect_conflicts = exclude_superseded, detect_conflicts
         self.conflict_margin = check_threshold(conflict_margin, "conflict_margin")
         self.skip_instructions, self.trace_path = skip_instructions, trace_path
+        self.guard_directives = guard_directives
 
     @property
     def _scorer(self):
@@ -250,13 +258,14 @@ class Pipeline(Component):
             return self._escalated(prep, t, "low_confidence", f"the best "
                                    f"{prep.confidence_kind} score ({best}) is under "
                                    f"min_confidence={floor}")
-        planted = self._planted(kept) if prep.spans and self.skip_instructions else {}
+        planted = planted_in(kept) if prep.spans and self.skip_instructions else {}
         span = None
         if prep.spans:
-            span = max((s for _, s in kept if s is not None and not _inside(s, planted)),
+            span = max((s for _, s in kept if s is not None and not inside(s, planted)),
                        key=lambda s: s.score, default=None)
             good = span is not None and self.reader.accepts(span)
-            bait = self._planted_answer(prep.condensed, kept, planted) if planted else None
+            bait = (planted_answer(self.reader, prep.condensed, kept, planted) if planted
+                    else None)
             if bait is not None and (not good or bait.score > span.score):
                 doc = next(h.doc_id for h, _ in kept if h.id == bait.source)
                 return self._escalated(prep, t, "planted_instruction", f"the best answer "
@@ -290,6 +299,10 @@ class Pipeline(Component):
         if answer.reason is not None:     # text, but its reader's own check failed it
             return self._escalated(prep, t, "unsupported_answer", "the reader's check failed "
                                    f"its answer: {answer.reason}", {"verdict": answer.reason})
+        directive = self._directive(answer.text, admitted)
+        if directive is not None:
+            return self._escalated(prep, t, "unsupported_answer", directive,
+                                   {"verdict": "unsupported_directive"})
         by_id = {h.id: h for h in admitted.hits}
         sources = tuple(by_id[s] for s in answer.sources if s in by_id)
         superseded = [h for h in sources if h.metadata.get("status") == "superseded"]
@@ -301,7 +314,7 @@ class Pipeline(Component):
         span, planted = admitted.span if prep.spans else None, admitted.planted
         if self.detect_conflicts and span is not None:
             others = [s for h, s in admitted.kept if s is not None and h.doc_id not in
-                      {x.doc_id for x in sources} and not _inside(s, planted)]
+                      {x.doc_id for x in sources} and not inside(s, planted)]
             clash = find_conflict(span, others, self.conflict_margin)
             if clash is not None:
                 other_doc = by_id[clash.source].doc_id
@@ -332,20 +345,9 @@ class Pipeline(Component):
                       trace=prep.trace + (stage,), confidence=prep.confidence,
                       confidence_kind=prep.confidence_kind)
 
-    @staticmethod
-    def _planted(kept) -> dict[str, list[tuple[int, int]]]:
-        """hit id -> the character spans of its sentences planted for a model."""
-        found = {h.id: planted_spans(h.text) for h, _ in kept}
-        return {i: spans for i, spans in found.items() if spans}
-
-    def _planted_answer(self, question: str, kept, planted) -> Span | None:
-        """The reader's best span *inside* a planted sentence, when the reader would accept
-        it: what the customer would have been told had the sentence not been skipped
-        (re-scored here, only for hits that hold one)."""
-        bait = max((s for h, _ in kept if h.id in planted
-                    for s in self.reader.hit_spans(question, h) if _inside(s, planted)),
-                   key=lambda s: s.score, default=None)
-        return bait if bait is not None and self.reader.accepts(bait) else None
+    def _directive(self, text: str, admitted: Admitted) -> str | None:
+        """Why ``text`` may not be shown (``guards.unsupported_directive``), or None."""
+        return unsupported_directive(text, admitted.hits) if self.guard_directives else None
 
     # -- asking, streaming, recording ----------------------------------------------------------
     def ask(self, question: str, history=None, where=None, *, scope=None) -> Result:
@@ -392,6 +394,7 @@ class Pipeline(Component):
                 live = not any(h.metadata.get("status") == "superseded" for h in admitted.hits)
                 reading = self.reader.stream(prep.condensed, admitted.hits)
                 for piece in reading:
+                    live = live and self._directive(shown + piece, admitted) is None
                     if live:
                         shown += piece
                         yield piece
@@ -444,7 +447,3 @@ class Pipeline(Component):
             print(guarantee)
         return calibrated
 
-
-def _inside(span: Span, planted: Mapping[str, Sequence[tuple[int, int]]]) -> bool:
-    """``span`` overlaps a planted sentence of its hit (``Pipeline._planted``)."""
-    return any(a < span.end and span.start < z for a, z in planted.get(span.source, ()))
