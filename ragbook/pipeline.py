@@ -197,9 +197,9 @@ class Pipeline(Component):
                                       scope=scope)
         trace += got.stages
         pool, confidence, kind = list(got.hits), got.confidence, got.confidence_kind
-        if self.reranker is not None and pool:
+        if self.reranker is not None:    # its kind even with nothing to order (no_candidates)
             t = time.perf_counter()
-            pool = self.reranker.order(condensed, pool, k=self.keep)  # cut in admit()
+            pool = self.reranker.order(condensed, pool, k=self.keep) if pool else []
             trace.append(trace_stage("rerank", t, pool))
             confidence = pool[0].score if pool else None
             kind = self.reranker.confidence_kind

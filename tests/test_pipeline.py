@@ -119,6 +119,15 @@ def test_no_candidates_escalates_with_what_a_human_needs(pipeline):
     assert r.answer.reason == "no_candidates" and "hand it to a person" in r.detail
 
 
+def test_no_candidates_escalates_behind_a_second_stage_too(hc_hybrid):
+    # nothing to order: the confidence is still the reranker's kind, so admit does not refuse it
+    p = Pipeline(hc_hybrid, reranker=CrossEncoderReranker())
+    prep = p.prepare("refund window", where={"department": "no-such-team"})
+    assert prep.confidence is None and prep.confidence_kind == p.confidence_kind
+    r = p.decide(prep)
+    assert r.escalated and r.reason == "no_candidates"
+
+
 def test_low_confidence_escalates_and_keeps_the_candidates(hc_hybrid):
     # A reader that never abstains, so the retrieval floor is what escalates (the default
     # reader's calibrated threshold would abstain on this unanswerable question first).
