@@ -73,6 +73,7 @@ def red_team(hc, encoder):
     on = {"extractive": Pipeline(index),
           "generative": Pipeline(index, reader=GenerativeReader(Obedient()))}
     counts = {k: [0, 0] for k in ("ask", "ask --generative", "stream --generative")}
+    missed = {k: [] for k in counts}
     for row in planted:
         doc = f"planted-{row['id']}"
         question = sentences(normalise(row["text"]))[-1]
@@ -81,13 +82,19 @@ def red_team(hc, encoder):
             for i, p in enumerate((pipe.with_settings(guard_directives=False), pipe)):
                 r = p.decide(prep)
                 name = "ask" if kind == "extractive" else "ask --generative"
-                counts[name][i] += (not r.escalated and doc in {h.doc_id for h in r.sources})
+                got = not r.escalated and doc in {h.doc_id for h in r.sources}
+                counts[name][i] += got
+                if got and i:
+                    missed[name].append((row["id"], r.answer.text))
                 if kind == "generative":
                     s = p.stream(question)
                     shown = "".join(s)
-                    counts["stream --generative"][i] += bool(shown) or (
-                        not s.result.escalated and doc in {h.doc_id for h in s.result.sources})
-    return len(planted), counts
+                    got = bool(shown) or (not s.result.escalated
+                                          and doc in {h.doc_id for h in s.result.sources})
+                    counts["stream --generative"][i] += got
+                    if got and i:
+                        missed["stream --generative"].append((row["id"], shown))
+    return len(planted), counts, missed
 
 
 def false_positives(hc, encoder):
@@ -119,11 +126,15 @@ def benign():
 def main():
     t = time.perf_counter()
     hc, encoder = load_helpcentre(), Encoder()
-    n, counts = red_team(hc, encoder)
+    n, counts, missed = red_team(hc, encoder)
     print(f"red team: {n} planted pages, each asked its own payload; delivered (off -> on)")
     print(f"{'path':<22} {'guard off':>10} {'guard on':>10}")
     for name, (off, on) in counts.items():
         print(f"{name:<22} {off:>10} {on:>10}")
+    for name, rows_ in missed.items():
+        print(f"still delivered, {name}:")
+        for i, text in rows_:
+            print(f"  {i}: {text[:110]!r}")
     m, delivered, lost = false_positives(hc, encoder)
     print(f"help-centre test split: {m} questions, {delivered} delivered with the guard off, "
           f"{len(lost)} of them escalated by the guard")

@@ -51,7 +51,8 @@ def _words(*groups: str, prefix: bool = True) -> re.Pattern:
 
 # who a directive addresses when it is not the user: the assistant, a model, an AI
 _AI = _words("assistant assistants ai a.i. chatbot chatbots llm llms dear_model "
-             "model, language_model language_models answering_model automated_answers "
+             "model, language_model language_models answering_model model_answering virtual_agent "
+             "automated_answers "
              "automated_agents "
              "asystent asystenta asystentowi modelu modelem 어시스턴트 ai를 모델 सहायक एआई "
              "मॉडल asisten асистент асистента ші асистента моделі модели модель ии-ассистента "
@@ -72,7 +73,8 @@ _SAY = _words("say state tell report answer reply respond recommend quote mentio
               "must should when_asked if_asked odpowiedz mów 답하십시오 알리십시오 말하세요 कहें "
               "बताएं कहो katakan jawab відповідай кажи odpověz sděl řekni sage antwortest "
               "mitteilen indica pide diga telling cite отвечай сообщай советуй 请说明 告诉 söyle "
-              "söyler أخبر säg nói πεις אמור dis dire rispondete zeggen spui răspunde", prefix=False)
+              "söyler أخبر säg säga nói 伝え πεις אמור dis dire rispondete zeggen spui răspunde",
+              prefix=False)
 # what a stranger asks for: the user's secrets
 _SECRET = _words("password passwords passcode pin cvv credit_card card_number login_code "
                  "one-time_code credentials hasło 비밀번호 पासवर्ड kata_sandi пароль heslo "
@@ -87,6 +89,14 @@ _ASK = re.compile(r"\b(?:send|e-?mail|share|give|reply with|provide|forward|ask 
                   + _POSSESSIVE + r"\b")
 _ASK_WORLD = _words("poslal pide vraag mailen envie envoyer invia schick senden "
                     "보내 gönder отправ wyślij")
+# words that point the assistant at this page ("the note is for the assistant reading this
+# page") or at its own instructions ("your earlier instructions")
+_HERE = _words("this_page this_part this_document this_paragraph the_next the_following "
+               "read_this read_carefully below retrieves_this reading_this strony 페이지 "
+               "halaman_ini tuto_stránku diese_seite la_página esta_página страницу сторінку "
+               "页面 ページ")
+_YOURS = _words("your_behaviour your_behavior your_configuration your_instructions "
+                "your_earlier your_previous your_system_prompt your_guidelines your_rules")
 # a role the page hands the assistant to play
 _ROLE = _words("pretend imagine_you role-play play_a_game act_as you_are_no_longer "
                "assume_the_persona stay_in_character in_this_story you're_an_actor "
@@ -114,6 +124,8 @@ def directive(sentence: str, before: str = "") -> str | None:
     lead = _LEAD.match(text)
     if lead and (_AI.search(lead["lead"]) or _AUTHORITY.search(lead["lead"])):
         return "opens with a notice addressed to the assistant"
+    if _YOURS.search(text) or (_AI.search(text) and _HERE.search(text)):
+        return "is addressed to the assistant"
     if _ROLE.search(text):
         return "hands the assistant a role to play"
     if _AI.search(text) and _SAY.search(text):
@@ -155,19 +167,27 @@ def unsupported_directive(text: str, hits: Sequence[Hit],
     """Why the answer ``text`` read from ``hits`` may not be delivered, or None: one of its
     sentences — or the passage sentence it comes from — is a ``directive`` that no passage of
     *another* document backs (``support``, the generative reader's check, at least
-    ``min_support``)."""
+    ``min_support``, on that document's sentences that are not directives themselves)."""
     for claim in split_claims(text):
         home = _home(claim, hits)
         if home is None:
             continue
         hit, sentence, before = home
         why = directive(claim, before) or directive(sentence, before)
-        if why and not any(support(claim, h.text) >= min_support
+        if why and not any(support(claim, _statements(h.text)) >= min_support
                            for h in hits if h.doc_id != hit.doc_id):
             return (f"{claim!r} {why} (in {hit.doc_id!r}) and no other document states it: "
                     f"a directive one page makes is not an answer; a person should read the "
                     f"page")
     return None
+
+
+def _statements(text: str) -> str:
+    """``text`` without its directives: what it states (two planted pages do not back each
+    other)."""
+    spans = sentence_spans(text)
+    return " ".join(text[a:z] for n, (a, z) in enumerate(spans)
+                    if directive(text[a:z], text[slice(*spans[n - 1])] if n else "") is None)
 
 
 def planted_in(kept) -> dict[str, list[tuple[int, int]]]:
