@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 from . import models
-from .commands import eval_command, load_index, tune_command
+from .commands import eval_command, join_soft_breaks, load_index, quiet_libraries, tune_command
 from .embeddings import Encoder
 from .ingest import SUFFIXES, read_documents, sync_index
 from .persist import CorruptIndexError
@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(err), 2)
     except SystemExit as err:  # --help
         return err.code if isinstance(err.code, int) else 0
+    if not args.debug:
+        quiet_libraries()
     try:
         return args.run(args)
     except UsageError as err:
@@ -396,7 +398,7 @@ def _ask(args) -> int:
         print(_confidence(out, args.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
-            print(_quoted(out["answer"]))
+            print(_quoted(join_soft_breaks(out["answer"])))
         ids = [p["id"] for p in out["candidates"]]
         rank = (f"passage {ids.index(out['sources'][0]['id']) + 1} of {len(ids)} read"
                 if out["sources"] and out["sources"][0]["id"] in ids else "")

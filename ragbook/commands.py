@@ -6,6 +6,8 @@ plain values and a ``say`` callback for their output, so tests and notebooks can
 """
 from __future__ import annotations
 
+import logging
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +21,27 @@ from .tuned import load_settings, save_settings
 from .tuning import tune
 
 __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
-           "eval_command", "tune_command"]
+           "eval_command", "tune_command", "quiet_libraries", "join_soft_breaks"]
 
 EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
 GATE_FAILED = 3  # exit code: the regression gate failed
+
+
+def quiet_libraries() -> None:
+    """Library chatter off the terminal: pypdf's notes on a damaged file ("EOF marker not
+    found", logged as bare warnings; a file it cannot read still becomes ragbook's own
+    one-line warning) go to debug, and transformers' "Loading weights" bar is not drawn.
+    ragbook's own progress bars (embedding, tuning) stay. Call before any model loads
+    (``--debug`` skips it)."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read by transformers' import
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+def join_soft_breaks(text: str) -> str:
+    """``text`` with each single line break inside a paragraph joined into a space (a
+    document's hard-wrapped lines); blank lines between paragraphs kept."""
+    return re.sub(r"[ \t]*(?<!\n)\n(?!\n)[ \t]*", " ", text.strip("\n"))
 
 
 def load_index(path: str | Path) -> HybridRetriever:
