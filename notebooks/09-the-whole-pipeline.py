@@ -36,6 +36,7 @@ import json
 import random
 import tempfile
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -52,6 +53,7 @@ from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, run_from
 from ragbook.fusion import HybridRetriever, reciprocal_rank_fusion
 from ragbook.injection import instruction_like
 from ragbook.pipeline import Pipeline
+from ragbook.rerank import CrossEncoderReranker
 from ragbook.result import answer_outcome, gold_ranks, outcome, read_traces, with_history
 from ragbook.text import sentences
 
@@ -59,11 +61,13 @@ hc = load_helpcentre()
 encoder = Encoder()
 chunks = chunk_documents(hc.documents, size=256, overlap=32)
 hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
-pipeline = Pipeline(hybrid)
+second = CrossEncoderReranker()          # the profile's second stage: chapter 6's winner
+pipeline = Pipeline(hybrid, reranker=second)
 print(f"profile: {models.active_profile()}; {len(chunks)} help-centre chunks in both indexes")
 print(pipeline)
 print(f"the hybrid's own settings: depth {hybrid.depth} per channel, rrf_k = {hybrid.rrf_k:g}; the pipeline asks it "
-      f"for {pipeline.candidates} candidates, the reader reads {pipeline.keep}; superseded pages excluded: "
+      f"for {pipeline.candidates} candidates, the second stage ({models.resolve('cross_encoder').name}) "
+      f"orders them, the reader reads the first {pipeline.keep}; superseded pages excluded: "
       f"{pipeline.exclude_superseded}")
 print(f"reader: {type(pipeline.reader).__name__}, abstains when its best sentence scores under "
       f"min_span_score={pipeline.reader.min_span_score}")
@@ -105,10 +109,10 @@ r = pipeline.ask("how long is the refund window?", where={"department": "no-such
 print(f"escalated: {r.escalated}; reason: {r.reason}; detail: {r.detail}")
 
 # %% [markdown]
-# This pipeline has no reranker: it is retrieve → fuse → cut → read, so that every threshold
-# below is on a quantity chapters 3–5 built (the dense cosine). Chapter 6's MaxSim blend, the
-# offline `cross_encoder` role, lifts MRR@10 on both test splits and plugs in as
-# `Pipeline(hybrid, reranker=CrossEncoderReranker())`; its thresholds are then on its score. The reader is chapter 7's
+# This pipeline is retrieve → fuse → rerank → cut → read. The second stage is the one chapter 6
+# measured winning: `CrossEncoderReranker()` resolves the profile's `cross_encoder` role
+# (printed above; offline, the MaxSim blend, which lifted MRR@10 on both test splits there),
+# so the five passages the reader gets are the second stage's first five. The reader is chapter 7's
 # `SentenceReader`, the best sentence under the bi-encoder, with the abstention floor the
 # package ships for this encoder (printed above, calibrated on the help-centre reading tasks):
 # under it the pipeline escalates with `reader_abstained`.
@@ -116,8 +120,9 @@ print(f"escalated: {r.escalated}; reason: {r.reason}; detail: {r.detail}")
 # ## 1 · The stages, one at a time
 #
 # Everything `ask` does, by hand, on one question: search both channels 100 deep (with the
-# filter `exclude_superseded` adds), fuse to 50 with reciprocal rank fusion, hand the first 5
-# to the reader, take each passage's best sentence, answer with the best of those.
+# filter `exclude_superseded` adds), fuse to 50 with reciprocal rank fusion, let the second
+# stage order the 50, hand its first 5 to the reader, take each passage's best sentence,
+# answer with the best of those.
 
 # %%
 q_text = "how long is the refund window for enterprise annual contracts?"
@@ -125,12 +130,12 @@ where = {"status": {"$ne": "superseded"}}
 dense = hybrid.dense.search(q_text, k=100, where=where)
 keyword = hybrid.bm25.search(q_text, k=100, where=where)
 fused = reciprocal_rank_fusion([dense, keyword], k=50, rrf_k=60)
-handed = fused[:5]
+handed = second.order(q_text, fused, k=5)
 reader = pipeline.reader
 best = [max(reader.spans(q_text, h.text, h.id), key=lambda s: s.score) for h in handed]
 answer = max(best, key=lambda s: s.score)
 
-for name, hits in (("dense", dense), ("bm25", keyword), ("fused", fused)):
+for name, hits in (("dense", dense), ("bm25", keyword), ("fused", fused), ("rerank", handed)):
     print(f"{name:6s} {len(hits):3d} hits; top 3: " + ", ".join(f"{h.id} {h.score:.3f}" for h in hits[:3]))
 print("\nthe reader's best sentence in each of the 5 candidates:")
 for h, s in zip(handed, best):
@@ -138,23 +143,25 @@ for h, s in zip(handed, best):
 print(f"\nanswer: {answer.text!r} (from {answer.source})")
 
 # %% [markdown]
-# The confidence the low-confidence rule will compare is the dense channel's best cosine, not
+# The confidence the low-confidence rule will compare is the second stage's best score, not
 # the fused score: an RRF score only says where a passage ranked in each list, so it looks the
-# same for a question the corpus answers well and for the best of a bad lot. The hybrid says
-# so itself: its `retrieve` returns the hits, the stages that made them and a confidence of a
-# named kind (`confidence_kind`); the pipeline never opens the retriever, it only reads that.
-# Now the same through the package:
+# same for a question the corpus answers well and for the best of a bad lot, while the second
+# stage scores the question and the passage themselves. Each stage says what its confidence is:
+# the hybrid's `retrieve` returns the hits, the stages that made them and a confidence of a
+# named kind (its dense cosine), and a reranker's order replaces it with its own
+# (`confidence_kind`); the pipeline never opens either, it only reads that. Now the same
+# through the package:
 
 # %%
 prep = pipeline.prepare(q_text)
 result = pipeline.decide(prep)
-print("stages the hybrid reported:", [s.name for s in prep.trace[1:4]],
+print("stages:", [s.name for s in prep.trace], "- the hybrid reported", [s.name for s in prep.trace[1:4]],
       f"({prep.trace[1].detail['count']} and {prep.trace[2].detail['count']} hits, its own depth)")
 assert [h.id for h in prep.candidates] == [h.id for h in handed]
-assert prep.confidence == dense[0].score and prep.confidence_kind == "cosine"
+assert prep.confidence == handed[0].score and prep.confidence_kind == second.confidence_kind
 assert result.answer.text == answer.text and result.sources[0].id == answer.source
 doc_id, start, end = result.answer_span
-print(f"same 5 candidates, same answer; confidence {prep.confidence:.3f}")
+print(f"same 5 candidates, same answer; confidence {prep.confidence:.3f} ({prep.confidence_kind})")
 print(f"the answer sits at characters {start}-{end} of {doc_id}: {hc.doc(doc_id).text[start:end]!r}")
 
 # %% [markdown]
@@ -185,7 +192,7 @@ asked_texts = [q_text, "do you have a nonprofit discount for a registered charit
                "ERR_CONN_4021 on the hub after the firmware update"]
 with tempfile.TemporaryDirectory() as tmp:
     path = Path(tmp) / "traces.jsonl"
-    logged = Pipeline(hybrid, trace_path=path)
+    logged = Pipeline(hybrid, reranker=second, trace_path=path)
     asked = [logged.ask(t) for t in asked_texts]
     lines = path.read_text(encoding="utf-8").splitlines()
     back = read_traces(path)
@@ -214,8 +221,10 @@ print("rank of the first gold chunk per stage:", gold_ranks(r.trace, gold_chunks
 
 # %% [markdown]
 # A gold chunk reached the reader's five (its rank in `read` is printed) and the reader
-# preferred a sentence from another page: this is a *reading* error, not a retrieval one. Had
-# `read` printed None with `fuse` a number, the cut to five would be the suspect; None
+# preferred a sentence from another page: this is a *reading* error, not a retrieval one. (The
+# retrieval stages record their first ten, so None under `fuse` with a number under `rerank`
+# means the second stage lifted a gold chunk from further down.) Had `read` printed None with
+# `rerank` a number, the cut to five would be the suspect; None
 # everywhere would point at the embeddings or the chunking (chapter 4's diagnostic).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
@@ -353,7 +362,7 @@ print(f"\ncaught {caught} of {len(conflict_qs)}; both pages among the candidates
 # question is worded like one of them ("how much history" like the overview, "when deleted"
 # like the retention page), and nothing pulls in the page that disagrees. And when both pages
 # are there, the other page's *best* sentence for this wording can be a different sentence, one
-# without the contradicting figure (ba-q094, ba-q097), so there is nothing to compare. A conflict check at
+# without the contradicting figure (ba-q096, ba-q097), so there is nothing to compare. A conflict check at
 # question time only sees what retrieval happened to bring; the reliable place to find two
 # pages that disagree is at indexing time — compare the figures of pages on the same topic
 # once, and fix the content.
@@ -367,7 +376,7 @@ print(f"\ncaught {caught} of {len(conflict_qs)}; both pages among the candidates
 
 # %%
 print("superseded pages:", ", ".join(d.id for d in hc.documents if d.metadata.get("status") == "superseded"))
-off = Pipeline(hybrid, exclude_superseded=False)
+off = Pipeline(hybrid, reranker=second, exclude_superseded=False)
 traps = [q for q in hc.questions if q.category == "superseded_trap"]
 # the first trap question whose answer, filter off, would come from the retired page
 q91 = next((q for q in traps if off.ask(q.text).reason == "superseded_source"
@@ -411,11 +420,12 @@ planted_chunk = next(c for c in chunks if planted[0][1] in c.text)
 
 # %% [markdown]
 # Retrieval brings the planted chunk to the reader for questions about refunds. Two of them,
-# first with the pipeline's guard switched off (`skip_instructions=False`):
+# first with the pipeline's two guards switched off (`skip_instructions=False`,
+# `guard_directives=False`):
 
 # %%
 attacks = ["are refunds disabled?", "are refunds permanently disabled?"]
-exposed = Pipeline(hybrid, skip_instructions=False)
+exposed = Pipeline(hybrid, reranker=second, skip_instructions=False, guard_directives=False)
 for text in attacks:
     prep_a = exposed.prepare(text)
     r_a = exposed.decide(prep_a)
@@ -432,15 +442,18 @@ for text in attacks:
 # that is not in a passage, or change how it treats the next question. That is why chapter 8's
 # generative reader needed fences and verification and this reader does not.
 #
-# But look at the second question: a planted sentence *is* in a passage, and when a question
-# matches it closely it is the best sentence — quoted, with `community-export-tips` as its
-# source, to a customer who asked about refunds (the first question missed it by a hair: compare
-# the two scores printed). Not obeyed, but delivered. Two defences: keep untrusted user content
+# But look at the answers: a planted sentence *is* in a passage, and when a question matches it
+# closely it is the best sentence — quoted, with `community-export-tips` as its source, to a
+# customer who asked about refunds. Not obeyed, but delivered. Two defences: keep untrusted user content
 # out of the index you answer from, and never let an instruction-like sentence be an answer. The
 # pipeline does the second by default (`skip_instructions=True`): a sentence `instruction_like`
 # flags is never an answer. When it would have been the best one, the question goes to a
 # person with the reason `planted_instruction` — a page carrying one has been tampered with;
-# when a genuine answer ranks above it, that answer is given.
+# when a genuine answer ranks above it, that answer is given. Recognising a planted sentence can
+# fail (a new phrasing, another language), so a second guard does not depend on it
+# (`guard_directives=True`): an answer that *directs* — "from now on …", a request for a password,
+# words addressed to the assistant — is delivered only when another document states it too;
+# otherwise the question escalates with `unsupported_answer`.
 
 # %%
 for text in attacks:
@@ -454,7 +467,7 @@ for text in attacks:
 #
 # Answering is a bet. A wrong answer sent to a customer costs more than a hand-over to an agent;
 # the pipeline counts a wrong answer as twice as bad (`wrong_cost=2`) and chooses `min_confidence`,
-# the floor on the best dense cosine, to maximise right − 2·wrong. *Right* here means answered from
+# the floor on the second stage's best score, to maximise right − 2·wrong. *Right* here means answered from
 # a gold page (what calibration counts: every labelled question has one); any answer to an
 # unanswerable question is *wrong*. Beside it, *right answer* judges the answer itself — it holds
 # the labelled answer or most of its words — which a right page does not guarantee: a neighbouring
@@ -487,8 +500,11 @@ pipeline = pipeline.calibrate(hc_prepared["dev"], hc_dev)   # a calibrated copy
 hc_threshold = pipeline.min_confidence
 print(f"help centre: {len(hc_dev)} dev and {len(hc_test)} test questions prepared in "
       f"{time.perf_counter() - t0:.1f} s; min_confidence calibrated on dev: {fmt(hc_threshold)}")
-hc_rates = {label: rates(pipeline, hc_prepared["test"], hc_test, th)
-            for label, th in (("no threshold", None), (f"min_confidence {fmt(hc_threshold)}", hc_threshold))}
+first_stage_only = Pipeline(hybrid)       # the same pipeline without the second stage
+hc_rates = {"no second stage, no threshold": rates(first_stage_only, [first_stage_only.prepare(*with_history(q))
+                                                                       for q in hc_test], hc_test, None),
+            **{label: rates(pipeline, hc_prepared["test"], hc_test, th)
+               for label, th in (("no threshold", None), (f"min_confidence {fmt(hc_threshold)}", hc_threshold))}}
 for label, r in hc_rates.items():
     show_rates(f"help centre test, {label}", r)
 unanswerable = [(x, q) for x, q in zip(hc_prepared["test"], hc_test) if not q.gold]
@@ -498,20 +514,26 @@ print(f"unanswerable test questions escalated at the threshold: {held} of {len(u
 # %% [markdown]
 # The threshold trades right answers for fewer wrong ones: both rates fall, and the hand-overs
 # take up the difference (the intervals say how firmly). *Right answer* sits below *right*: the
-# gap is answers quoted from the right page that do not say what was asked. Most unanswerable questions are among
-# the hand-overs — and so are many answerable ones: the best cosine says how close the nearest
+# gap is answers quoted from the right page that do not say what was asked. The first row is the
+# same pipeline without the second stage: chapter 6's winner moves answers from a wrong page to a
+# right one (compare *right* and *wrong* in the first two rows), but not the share of right
+# *answers* — it orders passages, and the reader still picks the sentence. Most unanswerable questions are among
+# the hand-overs — and so are many answerable ones: the best score says how close the nearest
 # passage is, not whether it answers, and a help centre about one product always has *some*
 # passage close to any question about it.
 #
 # The same on the Python docs (sections indexed whole, as in chapter 5). Their FAQ questions have
-# train and test splits and all are answerable. Reading is the slow stage there — a Python-docs
-# section can be very long, and the reader embeds every sentence of five of them — so a seeded
+# train and test splits and all are answerable. The second stage and the reader are the slow
+# stages there — a Python-docs section can be very long; the second stage reads the tokens of
+# 50 of them and the reader embeds every sentence of five — so a seeded
 # sample of 40 questions per split keeps this notebook within CI's time budget.
 
 # %%
 py = load_pydocs()
+# sections are indexed whole; chapter 3 showed what truncation at 256 tokens hides, so its warning is off here
+warnings.filterwarnings("ignore", message=".*longer than this encoder's max_length")
 py_hybrid = HybridRetriever(DenseIndex(encoder), BM25Index()).build(py.documents)
-py_pipeline = Pipeline(py_hybrid)
+py_pipeline = Pipeline(py_hybrid, reranker=second)
 py_train = random.Random(0).sample(py.split("train"), 40)
 py_test = random.Random(0).sample(py.split("test"), 40)
 t0 = time.perf_counter()
@@ -532,7 +554,7 @@ show_rates(f"  (wrong_cost 1: min_confidence {fmt(py_lenient)})", rates(py_pipel
 # On the Python docs the pipeline answers from the one labelled section less than half the
 # time without a threshold (*wrong* overstates a little: a neighbouring section sometimes holds
 # the same answer). When a wrong answer costs twice a hand-over, the train questions show no
-# confidence above which answering pays, and calibration escalates nearly everything. That is
+# confidence above which answering pays, and calibration escalates most questions. That is
 # the calibration doing its job: the number says *this pipeline should not answer Python
 # questions on its own* — improve retrieval and reading there first (chapter 10), or accept a
 # cheaper wrong answer (the `wrong_cost 1` row shows what that buys).
@@ -630,13 +652,11 @@ plt.show()
 # %% [markdown]
 # ### Try it: the thresholds
 #
-# On the help-centre dev questions (where thresholds are chosen; test stays for reporting). Two
+# On the help-centre dev questions (where thresholds are chosen; test stays for reporting). Three
 # sliders, each moving the one setting it names on a copy of the pipeline: the pipeline's
-# `min_confidence`, the floor on retrieval's confidence, and the reader's `min_span_score`, the
-# best sentence's cosine (starting at the value the package ships, printed at the top). There is
-# no rerank slider: the one rerank cut is the reranker's own `min_rerank_score`, and this
-# pipeline has no reranker. `Pipeline(hybrid, reranker=CrossEncoderReranker())` gets that
-# slider too.
+# `min_confidence`, the floor on the second stage's best score; the reader's `min_span_score`, the
+# best sentence's cosine (starting at the value the package ships, printed at the top); and the
+# second stage's own cut, `min_rerank_score` (off by default: a passage under it is never read).
 
 # %%
 dev_explorer = ThresholdExplorer(pipeline, hc_prepared["dev"], hc_dev)
@@ -651,11 +671,16 @@ threshold_explorer(dev_explorer)
 # help-centre and 3 Python-docs test questions (models loaded first):
 
 # %%
+from ragbook.late_interaction import MaxSimScorer
+
+
 def uncached(pipe):
     """The same indexes and reader, embedding every query and sentence afresh."""
     cold = Encoder(cache=False, show_progress=False)
     dense_cold = pipe.retriever.dense.with_settings(encoder=cold)   # same vectors, no cache
-    return Pipeline(pipe.retriever.with_settings(dense=dense_cold),
+    # offline, a MaxSim with no token vectors in memory (a cross-encoder caches nothing)
+    fresh = CrossEncoderReranker(MaxSimScorer(cold)) if isinstance(pipe.reranker.model, MaxSimScorer) else pipe.reranker
+    return Pipeline(pipe.retriever.with_settings(dense=dense_cold), reranker=fresh,
                     reader=pipe.reader.with_settings(encoder=cold))
 
 
@@ -673,10 +698,13 @@ for name, ms in stage_ms.items():
     print(f"{name:12s}" + "".join(f"{v:9.1f}" for v in ms.values()))
 
 # %% [markdown]
-# Most of a question's time is the reader embedding every sentence of its five passages; the
-# dense channel costs one query embedding, BM25 and fusion next to nothing. The reader, not the
-# index, is what to budget for — and the disk cache of embeddings is why the runs above took a
-# fraction of this. (Absolute times depend on the machine and on what else it runs.)
+# With nothing in memory the second stage costs most: it runs the encoder over every token of
+# all 50 candidates, where the reader embeds the sentences of five and the dense channel one
+# query; BM25 and fusion cost next to nothing. That is the price of chapter 6's gain, paid on
+# every question whose passages are new — the second stage and the reader, not the index, are
+# what to budget for, and the caches (token vectors in memory, embeddings on disk) are why the
+# runs above took a fraction of this. (Absolute times depend on the machine and on what else
+# it runs.)
 
 # %% [markdown]
 # ## 6 · What you built, what you measured
@@ -686,7 +714,7 @@ for name, ms in stage_ms.items():
 
 # %%
 hc_cal, py_cal = hc_rates[f"min_confidence {fmt(hc_threshold)}"], py_rates[f"min_confidence {fmt(py_threshold)}"]
-print("built: Pipeline = condense -> dense + BM25 -> RRF -> cut to 5 -> read -> decide, "
+print("built: Pipeline = condense -> dense + BM25 -> RRF -> second stage -> cut to 5 -> read -> decide, "
       "with a JSON-lines trace per question")
 print(f"follow-ups ({len(follow_ups)}), recall@10: " + ", ".join(
     f"{name} {np.mean(list(v.values())):.3f}" for name, v in fu_recall.items()))
@@ -699,4 +727,5 @@ print(f"promise calibrated on dev (target_error {promise.target_error}, probabil
       f"{'escalate all' if promise.escalate_all else fmt(promised.min_confidence)}; on test "
       f"{test_delivered.count('wrong') / len(test_delivered):.0%} of {len(test_delivered)} answers wrong")
 print("median ms per stage, uncached: " + "; ".join(
-    f"{name}: dense {ms['dense']:.0f}, bm25 {ms['bm25']:.0f}, read {ms['read']:.0f}" for name, ms in stage_ms.items()))
+    f"{name}: dense {ms['dense']:.0f}, bm25 {ms['bm25']:.0f}, rerank {ms['rerank']:.0f}, read {ms['read']:.0f}"
+    for name, ms in stage_ms.items()))
