@@ -23,8 +23,7 @@ import time
 import warnings
 from pathlib import Path
 
-from . import models
-from .commands import eval_command, join_soft_breaks, load_index, quiet_libraries, tune_command
+from . import commands, models
 from .embeddings import Encoder
 from .ingest import SUFFIXES, read_documents, sync_index
 from .persist import CorruptIndexError
@@ -56,10 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _whole(minimum: int):
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
+        value = int(text) if text.strip().lstrip("+-").isdigit() else None
         if value is None or value < minimum:
             raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
         return value
@@ -134,8 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-confidence", type=_finite, default=ASK_DEFAULTS["min_confidence"],
                    metavar="COSINE", help="escalate (low_confidence) when the best dense "
                    "cosine is below this (default: none, as Pipeline; it depends on the "
-                   "encoder and the corpus: calibrate it on your own labelled questions, "
-                   "Pipeline.calibrate, chapter 9)")
+                   "encoder and the corpus: 'ragbook calibrate' chooses one on your labelled "
+                   "questions and --settings applies it)")
     p.add_argument("--min-span-score", type=_finite, default=None, metavar="COSINE",
                    help="the extractive reader's floor: escalate (reader_abstained) when no "
                    "sentence scores this much (default: the reader's own, as Pipeline: the "
@@ -152,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "local generator) instead of quoting a sentence; it streams, each sentence "
                    "shown once its citation is checked")
     p.add_argument("--settings", metavar="FILE", help="retrieve with the settings 'ragbook "
-                   "tune' wrote for this index (refused for another index)")
+                   "tune' or 'calibrate' wrote for this index (refused for another index)")
     p.set_defaults(run=_ask)
 
     p = command("eval", "measure retrieval on labelled questions",
@@ -188,6 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 5)")
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the split (default 0)")
     p.set_defaults(run=_tune)
+
+    p = command("calibrate", "choose the escalation threshold on labelled questions",
+                "Ask every question of QUESTIONS (no gold: any answer is wrong), choose "
+                "--min-confidence as chapter 9 does and write settings with it to OUT.")
+    p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
+    p.add_argument("questions", metavar="QUESTIONS", help="JSONL file of labelled questions")
+    p.add_argument("--out", required=True, metavar="FILE", help="settings file to write")
+    p.add_argument("--settings", metavar="FILE", help="calibrate these tuned settings "
+                   "(default: the index's own hybrid)")
+    p.add_argument("--wrong-cost", type=_finite, help="maximise right - this x wrong (default 2)")
+    p.add_argument("--target-error", type=_finite, metavar="ALPHA", help="instead: at most "
+                   "this share of delivered answers wrong, with --probability")
+    p.add_argument("--probability", type=_finite, default=0.9, help="with --target-error "
+                   "(default 0.9)")
+    p.set_defaults(run=_calibrate)
     return parser
 
 
@@ -201,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as err:  # --help
         return err.code if isinstance(err.code, int) else 0
     if not args.debug:
-        quiet_libraries()
+        commands.quiet_libraries()
     try:
         return args.run(args)
     except UsageError as err:
@@ -355,7 +366,7 @@ def _ask(args) -> int:
         raise UsageError("--scope names a KEY twice; give its values once, comma-separated "
                          "(--scope access=public,customer)")
     models.use_threads(models.free_cores())  # one question: no more threads than idle cores
-    retriever = load_index(args.index)
+    retriever = commands.load_index(args.index)
     if args.generative and args.min_span_score is not None:
         raise UsageError("--min-span-score is the extractive reader's floor; --generative "
                          "writes the answer with a chat model instead: give one of them")
@@ -365,14 +376,13 @@ def _ask(args) -> int:
     tuned = (load_settings(args.settings, retriever) if args.settings else
              {"retriever": retriever})
     kind = (tuned.get("reranker") or tuned["retriever"]).confidence_kind
-    if kind != "cosine":   # the cosine floor means nothing on another kind of score
+    if args.min_confidence is not None and kind != "cosine":   # a cosine means nothing here
         _warn(f"--min-confidence is a cosine, but with these settings the confidence is a "
-              f"{kind} score: no threshold applies (calibrate one with Pipeline.calibrate)")
-        args.min_confidence = None
-    pipeline = Pipeline(**tuned, reader=reader, keep=args.keep,
-                        min_confidence=args.min_confidence,
-                        min_confidence_kind=kind if args.min_confidence is not None else None,
-                        trace_path=args.trace)
+              f"{kind} score: no threshold applies (choose one with 'ragbook calibrate')")
+    elif args.min_confidence is not None:
+        tuned.update(min_confidence=args.min_confidence, min_confidence_kind=kind)
+    pipeline = Pipeline(**tuned, reader=reader, keep=args.keep, trace_path=args.trace)
+    args.min_confidence = pipeline.min_confidence   # the one in force, for the printout
     shown = ""
     if args.generative and not args.json:        # stream: verified sentences as they come
         streamed = pipeline.stream(args.question, scope=scope)
@@ -398,7 +408,7 @@ def _ask(args) -> int:
         print(_confidence(out, args.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
-            print(_quoted(join_soft_breaks(out["answer"])))
+            print(_quoted(commands.join_soft_breaks(out["answer"])))
         ids = [p["id"] for p in out["candidates"]]
         rank = (f"passage {ids.index(out['sources'][0]['id']) + 1} of {len(ids)} read"
                 if out["sources"] and out["sources"][0]["id"] in ids else "")
@@ -414,14 +424,22 @@ def _ask(args) -> int:
     return 0
 
 
-# -- eval ------------------------------------------------------------------------------------
+# -- eval, tune, calibrate (ragbook.commands) ------------------------------------------------
 def _eval(args) -> int:
-    return eval_command(args.index, args.questions, settings=args.settings, save=args.save,
-                        against=args.against, margin=args.margin, run=args.gated, warn=_warn)
+    return commands.eval_command(args.index, args.questions, settings=args.settings,
+                                 save=args.save, against=args.against, margin=args.margin,
+                                 run=args.gated, warn=_warn)
 
 
 def _tune(args) -> int:
     if Path(args.out).is_dir():
         raise UsageError(f"--out {args.out!r} is a folder; give a file path, e.g. --out "
                          f"tuned.json")
-    return tune_command(args.index, args.questions, args.out, folds=args.folds, seed=args.seed)
+    return commands.tune_command(args.index, args.questions, args.out, folds=args.folds,
+                                 seed=args.seed)
+
+
+def _calibrate(args) -> int:
+    return commands.calibrate_command(
+        args.index, args.questions, args.out, settings=args.settings,
+        target_error=args.target_error, probability=args.probability, wrong_cost=args.wrong_cost)

@@ -1,5 +1,6 @@
-"""What ``ragbook eval`` and ``ragbook tune`` do once their arguments are parsed: load the
-index, score it on labelled questions, save or gate a baseline, tune and write settings.
+"""What ``ragbook eval``, ``tune`` and ``calibrate`` do once their arguments are parsed: load
+the index, score it on labelled questions, save or gate a baseline, tune and write settings,
+calibrate the escalation threshold.
 
 The command line (``ragbook.cli``) only parses and prints errors; these functions take
 plain values and a ``say`` callback for their output, so tests and notebooks can call them.
@@ -11,17 +12,23 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+
+from tqdm.auto import tqdm
 
 from .evaluate import compare_runs, format_table, run_from_hits
 from .fusion import HybridRetriever
 from .gate import GATE_METRIC, gate, load_baseline, per_question, save_baseline
 from .persist import CorruptIndexError, recover
+from .pipeline import Pipeline
 from .questions import labelled, read_questions
-from .tuned import load_settings, save_settings
+from .result import outcome
+from .tuned import load_settings, save_calibration, save_settings
 from .tuning import tune
 
 __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
-           "eval_command", "tune_command", "quiet_libraries", "join_soft_breaks"]
+           "eval_command", "tune_command", "calibrate_command", "quiet_libraries",
+           "join_soft_breaks"]
 
 EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
@@ -136,4 +143,51 @@ def tune_command(index, questions_path, out, *, folds: int = 5, seed: int = 0,
     save_settings(out, report, retriever)
     say(f"settings written to {out}; use them with 'ragbook ask {index} QUESTION --settings "
         f"{out}' or Pipeline(**ragbook.load_settings({str(out)!r}, retriever))")
+    return 0
+
+
+def calibrate_command(index, questions_path, out, *, settings=None, target_error=None,
+                      probability: float = 0.9, wrong_cost=None, keep: int = 5,
+                      say: Callable[[str], None] = print, progress: bool = True) -> int:
+    """``ragbook calibrate``: chapter 9's method on the user's labels. Every labelled question
+    is asked once (the index's hybrid, or ``settings``; the default reader, ``keep``
+    passages); ``Pipeline.calibrate`` chooses ``min_confidence`` — maximising right −
+    ``wrong_cost`` × wrong (default 2), or, with ``target_error``, the lowest threshold that
+    keeps at most that share of delivered answers wrong with ``probability`` — and ``out``
+    gets the settings with it, for ``ragbook ask --settings``. An answer is right when it
+    comes from a gold document; any answer to a question without gold is wrong."""
+    retriever = load_index(index)
+    scored = read_questions(questions_path)        # unanswerable ones (no gold) count too
+    labelled(scored, questions_path)                 # ... but some must have gold ids
+    tuned = load_settings(settings, retriever) if settings is not None else {
+        "retriever": retriever}
+    tuned.pop("min_confidence", None), tuned.pop("min_confidence_kind", None)
+    pipeline = Pipeline(**tuned, keep=keep)
+    prepared = [pipeline.prepare(text) for _, text, _ in
+                tqdm(scored, desc="asking", unit="question", disable=not progress)]
+    golds = [SimpleNamespace(gold=gold) for _, _, gold in scored]
+    chosen = pipeline.calibrate(prepared, golds, wrong_cost=wrong_cost,
+                                target_error=target_error, probability=probability,
+                                verbose=False)
+    counts = {"right": 0, "wrong": 0, "escalated": 0}
+    for p, g in zip(prepared, golds, strict=True):
+        counts[outcome(chosen.decide(p), g.gold)] += 1
+    th, kind = chosen.min_confidence, chosen.confidence_kind
+    rule = (f"target_error {target_error} with probability {probability}" if target_error
+            is not None else f"maximise right - {2.0 if wrong_cost is None else wrong_cost:g}"
+            " x wrong")
+    say(f"{len(scored)} labelled questions ({sum(not g for *_, g in scored)} without gold); "
+        f"rule: {rule}")
+    say(f"min_confidence {'none (answer all)' if th is None else f'{th:.4f}'} on the {kind} "
+        f"score: right {counts['right']}, wrong {counts['wrong']}, escalated "
+        f"{counts['escalated']} of {len(scored)} (coverage "
+        f"{(counts['right'] + counts['wrong']) / len(scored):.0%})")
+    if chosen.guarantee_ is not None:
+        say(str(chosen.guarantee_))
+    save_calibration(out, settings, retriever, {
+        "min_confidence": th, "min_confidence_kind": kind if th is not None else None,
+        "rule": rule, "questions": str(questions_path), "keep": keep, "counts": counts,
+        "guarantee": str(chosen.guarantee_) if chosen.guarantee_ is not None else None})
+    say(f"settings written to {out}; 'ragbook ask {index} QUESTION --settings {out}' "
+        f"escalates under that threshold (low_confidence)")
     return 0

@@ -11,6 +11,10 @@ its fitted weights), the number of candidates, why it was chosen, and two finger
 * ``fingerprint`` — of the components the settings build (their classes, settings, the
   encoder, the learned weights): loading rebuilds them and refuses a mismatch (another
   encoder, another version of ragbook's components).
+
+``ragbook calibrate`` adds a ``calibration`` block: the ``min_confidence`` (and its kind)
+chosen on labelled questions with these settings, the rule, and what it cost there;
+``load_settings`` hands it to ``Pipeline`` with the rest.
 """
 from __future__ import annotations
 
@@ -24,9 +28,10 @@ from typing import Any
 from .fusion import HybridRetriever
 from .late_interaction import MaxSimReranker, MaxSimScorer
 from .learned_rerank import LearnedReranker
-from .tuning import MAXSIM_WEIGHT, Setting, TuneReport
+from .tuning import MAXSIM_WEIGHT, Setting, TuneReport, search_space
 
-__all__ = ["KIND", "SettingsMismatchError", "components", "save_settings", "load_settings"]
+__all__ = ["KIND", "SettingsMismatchError", "components", "save_settings", "load_settings",
+           "save_calibration"]
 
 KIND = "ragbook.tuned-settings"
 
@@ -90,11 +95,36 @@ def save_settings(path: str | os.PathLike, chosen: TuneReport | Setting,
     doc = setting.describe()
     weights = getattr(model, "weights_", None)
     stage, reranker = components(doc, retriever, weights)
-    out = {"kind": KIND, "version": 1, **doc,
-           "learned_weights": weights,
-           "corpus_fingerprint": retriever.corpus_fingerprint,
-           "fingerprint": _fingerprint(stage, reranker, doc["candidates"]),
-           "tuning": about or {}}
+    return _write(path, {"kind": KIND, "version": 1, **doc,
+                         "learned_weights": weights,
+                         "corpus_fingerprint": retriever.corpus_fingerprint,
+                         "fingerprint": _fingerprint(stage, reranker, doc["candidates"]),
+                         "tuning": about or {}})
+
+
+def save_calibration(path: str | os.PathLike, settings: str | os.PathLike | None,
+                     retriever: HybridRetriever, calibration: dict) -> Path:
+    """Write the settings of the file ``settings`` (None: ``retriever``'s own hybrid, as
+    ``ragbook ask`` runs it without ``--settings``) with ``calibration`` — at least
+    ``min_confidence`` and ``min_confidence_kind`` — to ``path``, atomically. ``path`` may be
+    ``settings`` itself."""
+    if settings is None:
+        hybrid = next(s for s in search_space(retriever) if s.name == "hybrid (default)")
+        save_settings(path, hybrid, retriever, about={"reason": "the index's own hybrid"})
+        settings = path
+    load_settings(settings, retriever)          # refuses a file for another index
+    doc = _read(settings)
+    return _write(path, {**doc, "calibration": dict(calibration)})
+
+
+def _read(path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _write(path, out: dict) -> Path:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -106,17 +136,15 @@ def save_settings(path: str | os.PathLike, chosen: TuneReport | Setting,
 def load_settings(path: str | os.PathLike, retriever: HybridRetriever) -> dict[str, Any]:
     """The Pipeline arguments the file at ``path`` describes, built on ``retriever``:
     ``{"retriever": ..., "reranker": ..., "candidates": ...}``, so
-    ``Pipeline(**load_settings(path, retriever), keep=5)``. Raises
+    ``Pipeline(**load_settings(path, retriever), keep=5)`` — with ``min_confidence`` and
+    its kind too when ``ragbook calibrate`` wrote them. Raises
     ``SettingsMismatchError`` when ``retriever`` indexes another corpus than the one tuned
     on, or the components built differ from those saved (both fingerprints named)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} is not a file; write one with "
                                 f"'ragbook tune INDEX QUESTIONS --out {path}'")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        doc = None
+    doc = _read(path)
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise ValueError(f"{str(path)!r} is not a settings file written by 'ragbook tune'; "
                          f"write one with 'ragbook tune INDEX QUESTIONS --out {path}'")
@@ -134,4 +162,9 @@ def load_settings(path: str | os.PathLike, retriever: HybridRetriever) -> dict[s
             f"{str(path)!r} has settings fingerprint {doc.get('fingerprint')}, the components "
             f"they build here have {built} (another encoder or version of ragbook); run "
             f"'ragbook tune' again with this setup")
-    return {"retriever": stage, "reranker": reranker, "candidates": int(doc["candidates"])}
+    out = {"retriever": stage, "reranker": reranker, "candidates": int(doc["candidates"])}
+    calibrated = doc.get("calibration") or {}
+    if calibrated.get("min_confidence") is not None:
+        out.update(min_confidence=float(calibrated["min_confidence"]),
+                   min_confidence_kind=str(calibrated["min_confidence_kind"]))
+    return out

@@ -1,5 +1,6 @@
 """The command line prints its own lines, not its libraries': no pypdf recovery notes, no
 weights-loading bar; and an answer's hard-wrapped lines are printed joined, still quoted."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,9 @@ def built(tmp_path_factory):
     whole = pdf_bytes([["Support answers within one business day."]])
     (src / "damaged.pdf").write_bytes(whole[:whole.rindex(b"%%EOF")])
     out = src.parent / "index"
+    env = {**os.environ, "RAGBOOK_CACHE": str(src.parent / "cache")}  # nothing cached: a bar
     run = subprocess.run([sys.executable, "-m", "ragbook", "index", str(src), "--out", str(out)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, env=env)
     return run, out
 
 
