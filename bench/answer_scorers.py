@@ -41,8 +41,8 @@ def candidates(name: str, reader, e5) -> list[dict]:
     for q in ds.split(SPLITS[name]["dev"]):
         prep = pipeline.prepare(*with_history(q))
         hits = list(prep.candidates)
-        units = [(h, s) for h, spans in zip(hits, reader.hits_spans(prep.condensed, hits))
-                 for s in spans] if hits else []
+        spans = reader.hits_spans(prep.condensed, hits) if hits else []
+        units = [(h, s) for h, found in zip(hits, spans, strict=True) for s in found]
         golds = [a["text"] for a in q.answers]
         e5_scores = ((e5.encode_passages([s.text for _, s in units])
                       @ e5.encode_queries([prep.condensed])[0]).tolist() if units else [])

@@ -47,13 +47,13 @@ def test_calibrate_writes_the_threshold_pipeline_calibrate_chooses(article_index
     chosen = pipeline.calibrate(prepared, [Q(g) for g in golds], verbose=False)
     assert saved["min_confidence"] == pytest.approx(chosen.min_confidence)
     assert saved["min_confidence_kind"] == "cosine"
-    outs = [outcome(chosen.decide(p), g) for p, g in zip(prepared, golds)]
+    outs = [outcome(chosen.decide(p), g) for p, g in zip(prepared, golds, strict=True)]
     assert saved["counts"] == {o: outs.count(o) for o in ("right", "wrong", "escalated")}
     assert f"escalated {outs.count('escalated')} of 9" in printed
     # ask --settings applies it: an off-topic question under the threshold is handed over
     loaded = load_settings(out, load_index(index))
     assert loaded["min_confidence"] == pytest.approx(chosen.min_confidence)
-    below = next((t for t, p in zip(texts, prepared)
+    below = next((t for t, p in zip(texts, prepared, strict=True)
                   if p.confidence is not None and p.confidence < chosen.min_confidence), None)
     assert below is not None, "no question under the calibrated threshold: the test is moot"
     assert main(["ask", str(index), below, "--settings", str(out), "--json"]) == 0
