@@ -212,3 +212,32 @@ def test_the_report_plots_each_setting_with_its_interval():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == [s.name for s in SPACE[1:]] + ["tuner (nested CV)"]
     assert "vs dense" in ax.get_xlabel()
+
+
+def test_supported_tests_the_second_family_only_when_the_first_is_rejected_in_full():
+    from ragbook.tuning import supported
+    n = 60
+    qrels = qrels_for(n)
+    big, none, loss = [1] * n, [1, 2, 3] * (n // 3), [3, 4, 5] * (n // 3)
+    runs = runs_with({"dense": [1, 2, 3] * (n // 3), "a": big, "b": big, "c": big})
+    # both of the first family gain: the second family is tested too
+    assert set(supported(qrels, runs, [["a", "b"], ["c"]], n=500)) == {"a", "b", "c"}
+    # one of the first family does not: the second family is never tested, however good
+    runs["b"] = runs_with({"x": none})["x"]
+    assert set(supported(qrels, runs, [["a", "b"], ["c"]], n=500)) == {"a"}
+    # a loss is never supported, whatever its family
+    runs["b"] = runs_with({"x": loss})["x"]
+    assert "b" not in supported(qrels, runs, [["b"], ["a"]], n=500)
+
+
+def test_supported_is_holm_within_a_family():
+    from ragbook.tuning import supported
+    n = 60
+    qrels = qrels_for(n)
+    dense = [2] * n
+    small = [1] * 4 + [2] * (n - 4)        # a small gain: one-sided p about 0.016
+    runs = runs_with({"dense": dense, "a": small, **{f"z{i}": dense for i in range(30)}})
+    alone = supported(qrels, runs, [["a"]], n=2000)
+    assert "a" in alone
+    crowded = supported(qrels, runs, [["a", *[f"z{i}" for i in range(30)]]], n=2000)
+    assert "a" not in crowded and alone["a"] * 31 > 0.05   # 31 hypotheses: Holm's first step
