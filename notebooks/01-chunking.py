@@ -91,7 +91,10 @@ print(f"mean: whole page {whole.mean():.3f}, right section {section.mean():.3f};
 # tokens with the previous window. Each new window advances by the **stride**
 # `size − overlap`. The first window covers `size` tokens; the remaining `total − size`
 # need `ceil((total − size) / stride)` more windows. The back-of-envelope version divides
-# the whole total by the stride, which overcounts by up to one window. From scratch:
+# the whole total by the stride, which overcounts: it prices the first window at one
+# stride instead of `size`, so it is high by about `overlap / stride` windows (the floor or
+# the ceiling of it). Below half overlap that is at most one window; at high overlap it is
+# many. From scratch:
 
 # %%
 import math

@@ -57,8 +57,10 @@ def window_count(total: int, size: int, overlap: int = 0) -> int:
 
 
 def rough_window_count(total: int, size: int, overlap: int = 0) -> int:
-    """The back-of-envelope count, ``ceil(total / stride)``: slightly high, since the last
-    window need not start a full stride after the one before."""
+    """The back-of-envelope count, ``ceil(total / stride)``. It is high because it prices the
+    first window at one stride when it covers ``size``: for ``total > size`` it exceeds
+    :func:`window_count` by ``floor(overlap / stride)`` or ``ceil(overlap / stride)`` windows
+    (at most one below half overlap; 9 for size 500, overlap 450)."""
     _check_window(size, overlap)
     return math.ceil(total / (size - overlap)) if total > 0 else 0
 

@@ -23,6 +23,25 @@ def test_overlap_arithmetic_chapter1(overlap, exact, rough):
     assert len(sliding_windows(100_000, 500, overlap)) == exact
 
 
+@pytest.mark.parametrize("total,size,overlap,exact,rough",
+                         [(100_000, 500, 450, 1991, 2000), (1000, 100, 99, 901, 1000)])
+def test_rough_count_excess_past_half_overlap(total, size, overlap, exact, rough):
+    """Past half overlap the rough count is high by about overlap / stride, not one window."""
+    assert window_count(total, size, overlap) == exact
+    assert rough_window_count(total, size, overlap) == rough
+
+
+@given(total=st.integers(1, 5000), size=st.integers(1, 600), data=st.data())
+def test_rough_count_excess_bound(total, size, data):
+    overlap = data.draw(st.integers(0, size - 1))
+    stride = size - overlap
+    excess = rough_window_count(total, size, overlap) - window_count(total, size, overlap)
+    if total > size:
+        assert overlap // stride <= excess <= -(-overlap // stride)
+    else:
+        assert excess == -(-total // stride) - 1
+
+
 def test_index_premium():
     assert index_premium(250, 200) == pytest.approx(0.25)
 
