@@ -131,6 +131,10 @@ print(f"{len(misses)} of {sum(q.category == 'paraphrase' for q in hc.questions)}
 # $$\text{score}(q,d) = \sum_{t \in q} \ln\Big(1 + \frac{N - n_t + 0.5}{n_t + 0.5}\Big) \cdot
 # \frac{tf_{t,d}}{tf_{t,d} + k_1\,(1 - b + b\,|d| / \text{avgdl})}$$
 #
+# The textbook formula also multiplies the term-frequency part by `(k1 + 1)`; we drop it
+# (as Lucene does): it is the same constant factor for every term and document, so it
+# scales every score alike and does not change the ranking.
+#
 # This IDF (Lucene's) stays positive even for a term in every document; the original
 # Robertson form without the `1 +` goes negative for terms in more than half the documents,
 # which is how some libraries end up scoring a match *below* a non-match (the tests show
