@@ -272,9 +272,7 @@ plt.show()
 
 # %% [markdown]
 # Recall climbs steeply over the first few results and then flattens, while the context
-# grows linearly. (A reference point from outside: one published evaluation found that
-# going from k = 10 to k = 20 added about 2 points of recall and doubled the context; the
-# table above is ours.)
+# grows linearly.
 #
 # Why not just take k = 50? Because readers do not use long contexts evenly. Liu et al.,
 # *Lost in the Middle* (2023), found that LLM accuracy on multi-document QA drops when the

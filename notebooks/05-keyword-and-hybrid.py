@@ -205,10 +205,7 @@ for name, (_, _, qrels) in sets.items():
 # — BM25 is close to dense, and fusing the two raises recall@10 (the paired interval on
 # the difference is what to read). On the Python docs, whose FAQ questions paraphrase their
 # answers, BM25 is far weaker, and equal-weight fusion scores *below* dense alone: fusion
-# gives the weak channel's guesses as much say as the strong channel's. A published
-# example of the same effect: on BEIR's FiQA, bge-base alone reaches 0.407 nDCG@10 and an
-# RRF of BM25 and bge 0.367 (source: a published BEIR comparison quoted in this book's
-# curriculum; not measured here).
+# gives the weak channel's guesses as much say as the strong channel's.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Deep dive · Per category: where hybrid wins, where it loses

@@ -375,9 +375,8 @@ for corpus, own, other in (("help centre", "learned (hc train)", "learned (py tr
 # ## Deep dive · A threshold instead of always returning five
 #
 # Some questions have no answer in the corpus. Rather than always handing the reader five
-# passages, return nothing when nothing scores well enough. The bar depends on the model
-# (a reference setting of 0.3 is for the MS MARCO cross-encoder's scale; source: quoted in
-# this book's curriculum, not measured here), so calibrate it:
+# passages, return nothing when nothing scores well enough. The bar depends on the model's
+# score scale (a setting published for one model means nothing for another), so calibrate it:
 # on the help centre's *dev* questions, compare the best reranked score of answerable and
 # unanswerable questions and pick the threshold that separates them best.
 
@@ -500,15 +499,11 @@ with tempfile.TemporaryDirectory() as tmp:
 (n20, t20), (n50, t50) = timing[-2], timing[-1]
 print(f"{n50} vs {n20} candidates: {t50 / t20:.1f}x the time for {n50 / n20:.1f}x the pairs; "
       f"{t50 / n50:.0f} ms per pair")
-QUOTED_MS = (50, 200)   # for 50 candidates on a CPU (source: quoted in this book's curriculum)
-where = "below" if t50 < QUOTED_MS[0] else "inside" if t50 <= QUOTED_MS[1] else "above"
-print(f"measured here for {n50} candidates: {t50:.0f} ms, {where} the quoted {QUOTED_MS[0]}-{QUOTED_MS[1]} ms")
 
 # %% [markdown]
 # That is the latency knob: cost grows about linearly with the candidates, and halving the
-# candidates roughly halves it. The quoted range in the cell (a figure for this model class
-# from outside, not measured here) depends on the CPU and the passage length; the last line
-# says where this machine, with 256-token passages, falls: budget for your hardware. Load
+# candidates roughly halves it. The times depend on the CPU and the passage length (these
+# are this machine's, with 256-token passages): budget for your hardware. Load
 # the model once per process — `CrossEncoderReranker` does, through `ragbook.models` — since
 # loading costs far more than scoring.
 

@@ -133,8 +133,8 @@ print(f"without the mask the best pair is tokens {ui}..{uj} "
 
 # %% [markdown]
 # With a SQuAD-trained model this gives `'14-day'` at characters 36–42, the answer cut
-# verbatim out of the passage (the curriculum's reference result; the standard profile runs
-# it here, the offline one cannot). Offline the head is untrained, so the span is arbitrary; what
+# verbatim out of the passage (the standard profile runs it here; the offline one
+# cannot). Offline the head is untrained, so the span is arbitrary; what
 # holds in both profiles is the mechanics: the span lies inside the passage, end ≥ start, and
 # the text is a slice of the original string (never decoded word pieces, which would give
 # `14 - day` or lower-cased fragments). `ragbook.readers.ExtractiveReader` is exactly this
@@ -317,8 +317,7 @@ print(f"CPU time per answer, nothing cached, {len(secs)} test questions: median 
 # that always abstains already scores the unanswerable share. The shipped reader must beat
 # that row to earn its place, and the gap is the value it adds — measured, not assumed. The
 # `assert` at the end of the test cell is the guarantee of this chapter: every one of the test
-# answers is a verbatim slice of its context. (The reference figure of ~20 ms per answer for a small QA
-# model on a CPU comes from the curriculum; the median above is this machine's.)
+# answers is a verbatim slice of its context.
 #
 # The threshold trades one error for the other. Moving it up buys correct silences on
 # unanswerable questions and costs answers on answerable ones:
