@@ -102,6 +102,13 @@ print(f"{len(tokens)} tokens:", " ".join(f"{t}/{s if s is not None else '-'}" fo
 # 3. **Cap the length** (here 30 tokens): otherwise a strong start early and a strong end late
 #    give a paragraph, not an answer.
 #
+# Masking `[CLS]` is this chapter's choice, not a law. Models trained on SQuAD 2.0 (the
+# standard profile's `deepset/roberta-base-squad2`) learn to put the start and end of "no
+# answer" on `[CLS]`; the standard recipe compares that **null score** with the best span's
+# and abstains when the null score wins (plus a margin tuned on dev). The offline stand-in's
+# head was never trained that way, so its `[CLS]` score means nothing: we mask it and
+# calibrate a threshold on the best span's score instead.
+#
 # The score of span (i, j) is p(start = i) · p(end = j).
 
 # %%
@@ -244,7 +251,8 @@ for s in sorted(shipped.spans(question, context), key=lambda s: -s.score):
 #
 # The reader sets (`data/reader`) are SQuAD 2.0 files: help-centre and Python-docs
 # questions, each with one context; about half are *unanswerable* (the cell counts them) —
-# the context looks relevant and does not answer (built the way retrieval fails). Every reader always has a best span, so
+# the context looks relevant and does not answer (built the way retrieval fails). With
+# `[CLS]` masked our reader always has a best span (it has no trained null score), so
 # abstention needs a threshold. It is chosen on **dev** (maximum F1) and reported on **test**.
 
 # %%
