@@ -422,9 +422,9 @@ print(f"returned: {hit.text[:140]!r}... (the chunk's own text: {hit.text == chun
 # outside, not measured here). The same ladder on our test questions, two ways of counting a
 # failure: no gold *document* in the top 20 (chapter 4's document-level runs), and no top-20
 # hit containing a gold *answer span* (closer to their chunk-level count). Offline, the
-# reranker is chapter 6's window re-reading over the hybrid top 50 (the baseline stand-in;
-# chapter 6's MaxSim blend, now the offline `cross_encoder` role, was measured after this
-# section was written and is not re-measured here).
+# reranker in this ladder is chapter 6's window re-reading over the hybrid top 50 — chapter
+# 6's baseline second stage, not its winner (the MaxSim blend, the offline `cross_encoder`
+# role, which this ladder does not run).
 
 # %%
 offline = models.active_profile() == "offline"
@@ -524,8 +524,9 @@ for step, (kind, published) in PUBLISHED.items():
 #   plain` row); in the dense index alone the note's gain has an interval that reaches zero.
 #   The words a title adds ("refund policy", "Hub") are exactly the keywords a question
 #   shares with its page, which is why BM25 profits.
-# * **The offline reranker takes part of the gain back**, as in chapter 6: the published
-#   −67% is a trained cross-encoder's, and our stand-in is not one.
+# * **Window re-reading takes part of the gain back**, as it lost to the first stage in
+#   chapter 6: the published −67% is a trained cross-encoder's, and window re-reading is not
+#   one (nor is it chapter 6's winner, MaxSim).
 # * **On the Python docs the honest path note does not help and may hurt**: every section of
 #   a page gets the same page name in front, which makes a page's sections look alike to
 #   both indexes (and hybrid is weaker than dense there already, chapter 5).
