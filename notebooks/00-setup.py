@@ -53,8 +53,8 @@ for row in models.describe():
 
 # %% [markdown]
 # No cross-encoder and no extractive QA model ships in a pip package. Offline, the
-# reranking role is a stand-in built from the encoder (window re-reading, `builtin`;
-# chapter 6 measures it), and the span-reader role shows as *unavailable* with a message
+# reranking role is a stand-in built from the encoder (MaxSim over its token vectors,
+# `builtin`; chapter 6 measures it against the first stage), and the span-reader role shows as *unavailable* with a message
 # saying what to use instead: a sentence-level baseline that measured better than a QA head
 # fine-tuned on this machine (`bench/readers.py`).
 #
