@@ -114,6 +114,32 @@ def test_wrong_answer_shows_input_expected_and_got(capsys):
     assert "hint:" in out
 
 
+def test_every_failing_case_is_listed_not_only_the_first(capsys):
+    def floor_division(total, size, overlap):      # wrong on several cases, in two ways
+        return (total - overlap) // (size - overlap)
+
+    assert not check("window_count", floor_division)
+    out = capsys.readouterr().out
+    failed = int(re.search(r"FAILED \((\d+) of", out).group(1))
+    assert failed > 2
+    listed = re.findall(r"^    case (\d+): .* — (?:expected|got|raised|problem)", out, re.M)
+    assert len(listed) == failed - 1, out             # the first in full, every other one line
+    assert "got: -1" in out                          # the empty-text bug, behind the first
+
+
+def test_a_wrong_answer_to_any_exercise_lists_every_failing_case(capsys):
+    """A function that returns None fails every case of every exercise: the report shows the
+    first in full and names each of the others, one line apiece (none hidden, none cut)."""
+    for name in grading.EXERCISES:
+        assert not check(name, lambda *args, **kwargs: None)
+        out = capsys.readouterr().out
+        failed = int(re.search(r"FAILED \((\d+) of", out).group(1))
+        listed = [int(n) for n in re.findall(r"^    case (\d+): ", out, re.M)]
+        assert len(listed) == failed - 1 == len(set(listed)), f"{name}:\n{out}"
+        if failed > 1:
+            assert f"other failing cases ({failed - 1}):" in out, out
+
+
 def test_unrelated_exception_is_feedback_not_a_crash(capsys):
     def broken(total, size, overlap):
         return total / 0

@@ -1,6 +1,7 @@
 """Graded exercises: ``check("name", your_function)`` runs every case of a named exercise
 against your function and prints how many failed; for the first that failed, the input,
-what was expected, what you returned (or raised), and a hint. When your answers match a
+what was expected, what you returned (or raised), and a hint; then one line for every other
+failing case, so a second bug does not hide behind the first. When your answers match a
 common mistake (a wrong variant the exercise knows), it names the mistake and what to
 check. It never raises, so a notebook keeps running.
 

@@ -117,12 +117,30 @@ def check(name: str, fn: Callable) -> Verdict:
              f"  first failing case ({first + 1} of {total}):",
              f"  input:    {case.about or _call_text(case)}", f"  {problems[first]}"]
     lines += _first_differing_item(fn, case, ex.tolerance)
+    lines += _other_failures(cases, problems, failed[1:])
     named = dict.fromkeys(f"  mistake:  your answer matches {m.name} — check {m.advice}"
                           for m in _matching_mistakes(ex, cases, outcomes))
     lines += list(named)
     lines.append(f"  hint:     {ex.hint}")
     print("\n".join(lines))
     return Verdict(False)
+
+
+def _other_failures(cases: list[Case], problems: list, others: list[int]) -> list[str]:
+    """One line per further failing case, every one of them, so a second bug does not hide
+    behind the first: its number, input and what was wrong."""
+    if not others:
+        return []
+    lines = [f"  other failing cases ({len(others)}):"]
+    for n in others:
+        what = "; ".join(" ".join(part.split()) for part in problems[n].split("\n"))
+        about = " ".join(str(cases[n].about or _call_text(cases[n])).split())
+        lines.append(f"    case {n + 1}: {_cut(about, 60)} — {_cut(what, 120)}")
+    return lines
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _call_text(case: Case) -> str:
