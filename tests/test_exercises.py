@@ -297,7 +297,7 @@ MISTAKES = [(name, m) for name, ex in sorted(grading.EXERCISES.items()) for m in
 def test_the_graders_know_common_mistakes():
     named = {n for n, _ in MISTAKES}
     for name in ("rrf", "recall_at_k", "hit_at_k", "reciprocal_rank", "mean_reciprocal_rank",
-                 "ndcg_at_k", "window_count", "cosine"):
+                 "ndcg_at_k", "window_count", "cosine", "best_span", "answer_f1"):
         assert name in named, f"{name} has no common mistakes registered"
 
 
@@ -365,6 +365,26 @@ def window_count_stride_size(total, size, overlap):
     return 0 if total <= 0 else 1 if total <= size else math.ceil((total - size) / size) + 1
 
 
+def best_span_softmax_then_mask(start, end, allowed, cap):   # a loop, as a learner writes it
+    ps, pe = np.exp(start) / np.exp(start).sum(), np.exp(end) / np.exp(end).sum()
+    best = (-1, -1, -1.0)
+    for i in np.flatnonzero(allowed):
+        for j in range(i, min(i + cap, len(end))):
+            if allowed[j] and ps[i] * pe[j] > best[2]:
+                best = (int(i), int(j), float(ps[i] * pe[j]))
+    return best
+
+
+def f1_of_sets(prediction, gold):
+    p = set(evaluate.normalize_answer(prediction).split())
+    g = set(evaluate.normalize_answer(gold).split())
+    if not p & g:
+        return 0.0
+    precision = len(p & g) / len(evaluate.normalize_answer(prediction).split())
+    recall = len(p & g) / len(evaluate.normalize_answer(gold).split())
+    return 2 * precision * recall / (precision + recall)
+
+
 HAND_WRITTEN = [  # (exercise, a learner's own wrong function, the mistake it should be named)
     ("reciprocal_rank", rr_k_short, "a k off by one"),
     ("mean_reciprocal_rank", mrr_of(rr_k_short), "a k off by one"),
@@ -377,6 +397,8 @@ HAND_WRITTEN = [  # (exercise, a learner's own wrong function, the mistake it sh
     ("rrf", rrf_from_0, "ranks counted from 0"),
     ("window_count", window_count_stride_size, "a stride of size"),
     ("cosine", lambda a, b: float(a @ b), "the raw dot product"),
+    ("best_span", best_span_softmax_then_mask, "masking after the softmax"),
+    ("answer_f1", f1_of_sets, "set instead of multiset F1"),
 ]
 
 

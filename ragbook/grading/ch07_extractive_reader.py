@@ -14,6 +14,29 @@ from .core import Case, Chapter, Mistake, predicted
 CHAPTER = Chapter("07-extractive-reader")
 
 
+def _masked_after_softmax(start, end, allowed, cap):
+    """The mistake: softmax over every token, masking only afterwards, so the disallowed
+    tokens keep part of the probability and every span's score comes out too small."""
+    def softmax(x):
+        e = np.exp(x - np.max(x))
+        return e / e.sum()
+    ps, pe = softmax(start) * allowed, softmax(end) * allowed
+    scores = np.tril(np.triu(np.outer(ps, pe)), k=cap - 1)
+    i, j = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    return int(i), int(j), float(scores[i, j])
+
+
+def _set_f1(prediction, gold):
+    """The mistake: shared tokens counted as a set, so a repeated word counts once."""
+    pred = evaluate.normalize_answer(prediction).split()
+    want = evaluate.normalize_answer(gold).split()
+    common = len(set(pred) & set(want))
+    if not common:
+        return 0.0
+    p, r = common / len(pred), common / len(want)
+    return 2 * p * r / (p + r)
+
+
 def _logit_cases():
     r = np.random.default_rng(11)
     for n, cap in ((6, 30), (12, 3), (20, 5), (8, 1)):
@@ -27,7 +50,10 @@ def _logit_cases():
 @CHAPTER.exercise("best_span",
                   "mask the disallowed tokens before the softmax, then score every (start, end) "
                   "pair with end >= start and at most max_answer_tokens tokens by p(start) * "
-                  "p(end); return the best (start, end, score)")
+                  "p(end); return the best (start, end, score)",
+                  mistakes=(Mistake("masking after the softmax", "mask before the softmax: "
+                                    "set the disallowed logits to -inf first, so the allowed "
+                                    "tokens' probabilities sum to 1", _masked_after_softmax),))
 def best_span_cases():
     """Random start and end logits with the question and separators masked, at four caps."""
     for start, end, allowed, cap in _logit_cases():
@@ -105,14 +131,21 @@ def _sentence_answers(n: int):
 @CHAPTER.exercise("answer_f1",
                   "normalise both (lower case, drop punctuation and a/an/the, split on spaces); "
                   "count the shared tokens (with repeats); F1 = 2PR/(P+R), 0.0 when nothing is "
-                  "shared")
+                  "shared",
+                  mistakes=(Mistake("set instead of multiset F1", "count shared tokens with "
+                                    "repeats: a word twice in both counts twice (a Counter's "
+                                    "&, or min of the two counts)", _set_f1),))
 def answer_f1_cases():
-    """Six whole sentences against their gold answers, an exact answer and an empty one."""
+    """Six whole sentences against their gold answers, an exact answer, an empty one, and
+    words repeated in both."""
     for sentence, gold in _sentence_answers(6):
         yield Case((sentence, gold), evaluate.f1_score(sentence, [gold]))
     sentence, gold = _sentence_answers(1)[0]
     yield Case((gold, gold), evaluate.f1_score(gold, [gold]))
     yield Case(("", gold), evaluate.f1_score("", [gold]))
+    repeats = "refunds within 14 days or within 30 days"      # "within" and "days" twice
+    yield Case((repeats, "within 30 days or within 14 days"),
+               evaluate.f1_score(repeats, ["within 30 days or within 14 days"]))
 
 
 @CHAPTER.exercise("predict_sentence_f1",
