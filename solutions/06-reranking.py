@@ -73,9 +73,9 @@ check("thresholded_rerank", thresholded_rerank)
 # drops the rest, so an answer at the end of a long passage is never seen. The fix is to split
 # the passage into overlapping windows and score each one.
 #
-# **Task.** `word_windows(n_words, size, stride)` returns the windows over a text of `n_words`
+# **Task.** `word_windows(n_words, size, step)` returns the windows over a text of `n_words`
 # words as `(start, end)` word-index pairs (`words[start:end]` is the window). Windows hold
-# `size` words and start every `stride` words. Stop after the first window that reaches the
+# `size` words and start every `step` words. Stop after the first window that reaches the
 # last word; that window may be shorter. A text of at most `size` words is one window
 # `(0, n_words)`.
 #
@@ -84,12 +84,13 @@ check("thresholded_rerank", thresholded_rerank)
 # `word_windows(11, 4, 3)` → `[(0, 4), (3, 7), (6, 10), (9, 11)]`,
 # `word_windows(30, 100, 50)` → `[(0, 30)]`
 #
-# The overlap (`size - stride` words) means a sentence cut by one window boundary sits whole in
-# the next window. `ragbook.rerank.windows` returns the same windows as text.
+# The overlap (`size - step` words) means a sentence cut by one window boundary sits whole in
+# the next window. `ragbook.rerank.windows(text, size, overlap)` returns the same windows as
+# text; it takes the overlap, not the step (chapter 7's tokenizer calls the overlap `stride`).
 
 # %%
-def word_windows(n_words, size, stride):
-    """(start, end) word spans of size-word windows every stride words, covering n_words."""
+def word_windows(n_words, size, step):
+    """(start, end) word spans of size-word windows every step words, covering n_words."""
     ### BEGIN SOLUTION hint: handle the short text first; then loop, clipping each end at n_words, and stop once a window has reached it
     if n_words <= size:
         return [(0, n_words)]
@@ -99,7 +100,7 @@ def word_windows(n_words, size, stride):
         spans.append((start, end))
         if end == n_words:
             return spans
-        start += stride
+        start += step
     ### END SOLUTION
 
 
@@ -167,8 +168,8 @@ check("candidates_for_budget", candidates_for_budget)
 # A cross-encoder reads a bounded number of tokens, so a long passage is scored window by window
 # (section 3). Below, the help centre's longest article.
 #
-# **Task.** `passage_windows(text, size, stride)` returns the windows' *texts*: windows of `size`
-# words starting every `stride` words, the last reaching the last word (your `word_windows`
+# **Task.** `passage_windows(text, size, step)` returns the windows' *texts*: windows of `size`
+# words starting every `step` words, the last reaching the last word (your `word_windows`
 # spans), each running from the first character of its first word to the last character of its
 # last word; a text of at most `size` words is one window, `text.strip()`. Words are runs of
 # non-space characters. The check compares with `ragbook.rerank.windows` on real articles.
@@ -185,7 +186,7 @@ print(f"{longest.id}: {len(longest.text.split())} words")
 
 
 # %%
-def passage_windows(text, size, stride):
+def passage_windows(text, size, step):
     """The texts of word windows over `text`, cut at character offsets."""
     ### BEGIN SOLUTION hint: spans = [m.span() for m in re.finditer(r"\S+", text)]; window (a, z) is text[spans[a][0]:spans[z - 1][1]]
     spans = [m.span() for m in re.finditer(r"\S+", text)]
@@ -197,7 +198,7 @@ def passage_windows(text, size, stride):
         out.append(text[spans[a][0]:spans[z - 1][1]])
         if z == len(spans):
             return out
-        a += stride
+        a += step
     ### END SOLUTION
 
 

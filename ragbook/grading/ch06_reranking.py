@@ -28,13 +28,13 @@ def thresholded_rerank_cases():
 
 
 @CHAPTER.exercise("word_windows",
-                  "windows of `size` words starting every `stride` words, as (first word, end "
+                  "windows of `size` words starting every `step` words, as (first word, end "
                   "word) index pairs; the last window must reach the last word; a short text "
                   "is one window")
 def word_windows_cases():
     """Word counts longer than, equal to and shorter than one window."""
-    for n, size, stride in ((250, 100, 50), (100, 100, 50), (30, 100, 50), (11, 4, 3), (10, 5, 5)):
-        yield Case((n, size, stride), rerank.word_window_spans(n, size, overlap=size - stride))
+    for n, size, step in ((250, 100, 50), (100, 100, 50), (30, 100, 50), (11, 4, 3), (10, 5, 5)):
+        yield Case((n, size, step), rerank.word_window_spans(n, size, overlap=size - step))
 
 
 @CHAPTER.exercise("max_window_score", "a passage is as relevant as its best window: the max of "
@@ -80,11 +80,11 @@ def _by_words(rank: int = 0):
                   "runs from the start of its first word to the end of its last; a text of at "
                   "most `size` words is one window, text.strip()")
 def passage_windows_cases():
-    """A long, a middling and a short article, at three (size, stride)."""
+    """A long, a middling and a short article, at three (size, step)."""
     for rank in (0, 40, 120):
         text = _by_words(rank).text
-        for size, stride in ((100, 50), (60, 60), (500, 250)):
-            yield Case((text, size, stride), rerank.windows(text, size, size - stride))
+        for size, step in ((100, 50), (60, 60), (500, 250)):
+            yield Case((text, size, step), rerank.windows(text, size, size - step))
 
 
 @CHAPTER.exercise("predict_window_count",
