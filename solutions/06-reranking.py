@@ -147,8 +147,8 @@ check("max_window_score", max_window_score)
 #
 # **Why latency is the knob.** Nothing about a pair can be precomputed: each one is a full
 # forward pass of the model over question and passage together. So the cost grows in step with
-# the number of candidates (a reference figure: 50–200 ms for 50 candidates; halving them
-# roughly halves it), while recall grows with the candidate count only up to a point. Pick the
+# the number of candidates (halving them roughly halves it), while recall grows with the
+# candidate count only up to a point. Pick the
 # count from the budget, measure recall at that count, and load the model once, not per query.
 
 # %%

@@ -8,7 +8,12 @@ question-answering pipeline, so it calls the model):
    (``max_length`` tokens, ``overlap`` tokens shared between windows — what Hugging Face
    tokenizers call ``stride``);
 2. masks every token that is not passage text (the question, [CLS], [SEP], padding), so
-   the answer can only lie in the passage;
+   the answer can only lie in the passage. [CLS] included: a model trained on SQuAD 2.0
+   (the standard profile's ``deepset/roberta-base-squad2``) puts "no answer" there, and the
+   standard recipe abstains when that null score beats the best span's. This reader does
+   not use it: no head with a trained null score ships offline (chapter 7's head has
+   none), so abstaining is left to ``min_span_score``, a floor calibrated on labelled
+   questions;
 3. turns start and end logits into probabilities and scores every span with
    end >= start and at most ``max_answer_tokens`` tokens by p(start) · p(end);
 4. maps the best span's token offsets back to characters, so the answer is a verbatim
