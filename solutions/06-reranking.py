@@ -26,6 +26,7 @@
 # * **keeping the best, above a bar.** A threshold that may rightly leave nothing.
 # * **long passages.** Splitting into overlapping windows and scoring a passage by its best one.
 # * **the latency budget.** How many candidates you can afford to rerank.
+# * **late interaction.** MaxSim, the chapter's winning second stage, over token vectors.
 #
 # The reranker's scores are given to you as plain numbers; no model is loaded. `check(name,
 # function)` compares your function with `ragbook` on several inputs. If a case fails, it shows
@@ -233,6 +234,39 @@ check("predict_window_count", predict_window_count)
 # With half-overlapping windows every word is read about twice, so a long page costs the
 # reranker roughly twice its length in words. Multiply by the candidates per question and the
 # latency budget of section 4 is spent quickly: a reason to rerank chunks, not whole pages.
+
+# %% [markdown]
+# ## 7. MaxSim: every question token finds its best passage token
+#
+# The chapter's second stage that wins keeps one vector per *token* instead of one per text.
+# Each question token looks for its best match among the passage's tokens, and the passage
+# scores the mean of those best matches (late interaction, after ColBERT):
+#
+# $$\text{MaxSim}(q, p) = \frac{1}{|q|}\sum_{i \in q} \max_{j \in p} \cos(q_i, p_j).$$
+#
+# **Task.** `maxsim(query_tokens, passage_tokens)` takes two numpy arrays whose rows are unit
+# token vectors (one row per token: `(n_query, dim)` and `(n_passage, dim)`) and returns the
+# MaxSim score as a `float`.
+#
+# **Examples.** With `q = np.array([[1.0, 0.0], [0.0, 1.0]])`:
+# `maxsim(q, np.array([[1.0, 0.0]]))` → `0.5` (the first token matches perfectly, the second
+# not at all), `maxsim(q, q)` → `1.0`.
+#
+# **Why the mean over the question.** Every question word must be matched somewhere, but a
+# passage's extra words cost nothing, so a long passage is not punished for its length.
+# ColBERT sums instead of averaging; the mean keeps the score on the cosine's scale, so
+# `ragbook.late_interaction.MaxSimScorer` can blend it with the bi-encoder's cosine.
+
+# %%
+def maxsim(query_tokens, passage_tokens):
+    """Mean over the question's tokens of each one's best cosine with a passage token."""
+    ### BEGIN SOLUTION hint: rows are unit vectors, so query_tokens @ passage_tokens.T holds the cosines; the best per question token (a row), then the mean
+    return float((query_tokens @ passage_tokens.T).max(axis=1).mean())
+    ### END SOLUTION
+
+
+# %%
+check("maxsim", maxsim)
 
 # %% [markdown]
 # ## Try it (ungraded)

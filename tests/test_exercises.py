@@ -297,7 +297,7 @@ MISTAKES = [(name, m) for name, ex in sorted(grading.EXERCISES.items()) for m in
 def test_the_graders_know_common_mistakes():
     named = {n for n, _ in MISTAKES}
     for name in ("rrf", "recall_at_k", "hit_at_k", "reciprocal_rank", "mean_reciprocal_rank",
-                 "ndcg_at_k", "window_count", "cosine", "best_span", "answer_f1"):
+                 "ndcg_at_k", "window_count", "cosine", "best_span", "answer_f1", "maxsim"):
         assert name in named, f"{name} has no common mistakes registered"
 
 

@@ -1,11 +1,13 @@
 """Chapter 6 (solutions/06-reranking.py): a thresholded rerank, word windows for a long
 passage and their best score, how many pairs fit a latency budget; then windows over
-help-centre articles."""
+help-centre articles, and MaxSim over token vectors."""
 from __future__ import annotations
 
 import math
 
-from .. import datasets, rerank
+import numpy as np
+
+from .. import datasets, late_interaction, rerank
 from .core import Case, Chapter, Mistake, predicted
 
 CHAPTER = Chapter("06-reranking")
@@ -95,3 +97,34 @@ def predict_window_count_cases():
     actual = len(rerank.windows(_by_words(0).text, 100, 50))
     yield Case((), verify=predicted(actual, lambda p: abs(p - actual) <= 1,
                                     "a prediction within 1 passes"))
+
+
+def _unit_rows(r: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
+    rows = r.normal(size=(n, dim))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@CHAPTER.exercise(
+    "maxsim",
+    "cosines of every (question token, passage token) pair: query_tokens @ passage_tokens.T; "
+    "for each question token (row) its best passage token, then the mean over the question",
+    tolerance=1e-5,
+    mistakes=(Mistake("the best match per passage token", "the max runs over the passage's "
+                      "tokens for each question token: max(axis=1), then the mean",
+                      lambda q, p: float((q @ p.T).max(axis=0).mean())),
+              Mistake("a sum over the question's tokens", "ragbook averages over the "
+                      "question's tokens (ColBERT sums): the mean keeps the cosine's scale",
+                      lambda q, p: float((q @ p.T).max(axis=1).sum())),
+              Mistake("the mean of every similarity", "each question token counts only its "
+                      "best passage token: the max first, then the mean",
+                      lambda q, p: float((q @ p.T).mean()))))
+def maxsim_cases():
+    """Random unit token vectors (question and passage of several lengths, one token each),
+    a perfect match, and a half match."""
+    r = np.random.default_rng(6)
+    for n_query, n_passage in ((3, 5), (1, 4), (6, 1), (4, 12), (2, 2)):
+        q, p = _unit_rows(r, n_query), _unit_rows(r, n_passage)
+        yield Case((q, p), late_interaction.maxsim(q, p))
+    q = np.eye(2)
+    for p in (q, q[:1]):
+        yield Case((q, p), late_interaction.maxsim(q, p))
