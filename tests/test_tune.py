@@ -9,7 +9,7 @@ import pytest
 from ragbook.cli import main
 from ragbook.evaluate import run_from_hits
 from ragbook.learned_rerank import FEATURES
-from ragbook.tuning import Pools, Setting, choose, make_folds, tune
+from ragbook.tuning import Pools, Setting, choose, make_folds, supported, tune
 from ragbook.types import Hit
 
 SPACE = (Setting("dense", "dense", rank=0), Setting("bm25", "bm25", rank=1),
@@ -215,7 +215,6 @@ def test_the_report_plots_each_setting_with_its_interval():
 
 
 def test_supported_tests_the_second_family_only_when_the_first_is_rejected_in_full():
-    from ragbook.tuning import supported
     n = 60
     qrels = qrels_for(n)
     big, none, loss = [1] * n, [1, 2, 3] * (n // 3), [3, 4, 5] * (n // 3)
@@ -231,7 +230,6 @@ def test_supported_tests_the_second_family_only_when_the_first_is_rejected_in_fu
 
 
 def test_supported_is_holm_within_a_family():
-    from ragbook.tuning import supported
     n = 60
     qrels = qrels_for(n)
     dense = [2] * n
