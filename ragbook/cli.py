@@ -55,7 +55,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _whole(minimum: int):
     def parse(text: str) -> int:
-        value = int(text) if text.strip().lstrip("+-").isdigit() else None
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
         if value is None or value < minimum:
             raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
         return value
@@ -382,7 +385,6 @@ def _ask(args) -> int:
     elif args.min_confidence is not None:
         tuned.update(min_confidence=args.min_confidence, min_confidence_kind=kind)
     pipeline = Pipeline(**tuned, reader=reader, keep=args.keep, trace_path=args.trace)
-    args.min_confidence = pipeline.min_confidence   # the one in force, for the printout
     shown = ""
     if args.generative and not args.json:        # stream: verified sentences as they come
         streamed = pipeline.stream(args.question, scope=scope)
@@ -405,7 +407,7 @@ def _ask(args) -> int:
               "no candidate passages were found")
         for n, p in enumerate(out["candidates"], 1):
             print(_passage(n, p))
-        print(_confidence(out, args.min_confidence))
+        print(_confidence(out, pipeline.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
             print(_quoted(commands.join_soft_breaks(out["answer"])))
@@ -417,7 +419,7 @@ def _ask(args) -> int:
             print(f"(from {_one_line(doc)}, chars {start}-{end}" + (f"; {rank})" if rank else ")"))
         elif rank:
             print(f"({rank})")
-        print(_confidence(out, args.min_confidence))
+        print(_confidence(out, pipeline.min_confidence))
         print("sources:")
         for n, p in enumerate(out["sources"], 1):
             print(_passage(n, p))

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragbook.bm25 import term_weight
-from ragbook.types import Hit
+from .bm25 import term_weight
+from .types import Hit
 
 __all__ = ["Part", "Explanation", "explain_bm25", "explain_rrf"]
 

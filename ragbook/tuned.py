@@ -80,7 +80,7 @@ def _fingerprint(stage, reranker, candidates: int) -> str:
 
 def save_settings(path: str | os.PathLike, chosen: TuneReport | Setting,
                   retriever: HybridRetriever, *, model: LearnedReranker | None = None,
-                  about: dict | None = None) -> Path:
+                  about: dict | None = None, calibration: dict | None = None) -> Path:
     """Write what ``tune`` chose (a ``TuneReport``: its setting, its learned model, its
     reason and nested-CV estimate; or a bare ``Setting`` with ``model`` for a learned second
     stage) for ``retriever`` as JSON, atomically."""
@@ -99,7 +99,8 @@ def save_settings(path: str | os.PathLike, chosen: TuneReport | Setting,
                          "learned_weights": weights,
                          "corpus_fingerprint": retriever.corpus_fingerprint,
                          "fingerprint": _fingerprint(stage, reranker, doc["candidates"]),
-                         "tuning": about or {}})
+                         "tuning": about or {},
+                         **({"calibration": dict(calibration)} if calibration else {})})
 
 
 def save_calibration(path: str | os.PathLike, settings: str | os.PathLike | None,
@@ -110,11 +111,10 @@ def save_calibration(path: str | os.PathLike, settings: str | os.PathLike | None
     ``settings`` itself."""
     if settings is None:
         hybrid = next(s for s in search_space(retriever) if s.name == "hybrid (default)")
-        save_settings(path, hybrid, retriever, about={"reason": "the index's own hybrid"})
-        settings = path
+        return save_settings(path, hybrid, retriever, about={"reason": "the index's own hybrid"},
+                             calibration=calibration)
     load_settings(settings, retriever)          # refuses a file for another index
-    doc = _read(settings)
-    return _write(path, {**doc, "calibration": dict(calibration)})
+    return _write(path, {**_read(settings), "calibration": dict(calibration)})
 
 
 def _read(path) -> dict | None:

@@ -22,10 +22,10 @@ held at ``alpha`` over every setting tested — so picking the best of ten does 
 luck as a gain. The test (``supported``): a one-sided paired bootstrap p-value per setting;
 the pipeline the book teaches — the default hybrid and every second stage — forms the first
 family, the first-stage variants (BM25 alone, another depth, ``rrf_k`` or weights) the
-second: an order declared before any label is read;
-Holm's step-down within a family, and the next family is tested only when every hypothesis
-of this one was rejected (serial gatekeeping: the family-wise error stays ≤ ``alpha``).
-Among the supported settings the simplest is kept unless a more complex one beats *it* with
+second, an order declared before any label is read; Holm's step-down within a family, and
+the next family is tested only when every hypothesis of this one was rejected (serial
+gatekeeping: the family-wise error stays ≤ ``alpha``). Among the supported settings the
+simplest is kept unless a more complex one beats *it* with
 a corrected interval above zero. Nothing supported: dense, and one line saying why.
 """
 from __future__ import annotations
@@ -221,9 +221,8 @@ def choose(qrels, runs: Mapping[str, Mapping], space: Sequence[Setting], *, n: i
            seed: int = 0, alpha: float = 0.05) -> tuple[str, str]:
     """The rule: ``(setting name, one line saying why)``. A setting other than dense must
     beat dense as ``supported`` says (the default hybrid and the second stages first, then
-    the first-stage variants); of
-    those the simplest is kept unless a more complex one beats it with a corrected interval
-    above zero; none: dense."""
+    the first-stage variants); of those the simplest is kept unless a more complex one beats
+    it with a corrected interval above zero; none: dense."""
     rank = {s.name: s.rank for s in space}
     qrels = {q: qrels[q] for q in next(iter(runs.values()))}
     vs_dense = compare_runs(qrels, runs, ["mrr@10"], baseline="dense", n=n, seed=seed,
