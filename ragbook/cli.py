@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import re
 import sys
 import time
 import warnings
@@ -30,7 +29,7 @@ from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .questions import read_questions
 from .readers import GenerativeReader, default_extractive_reader
-from .retrieval import CONFIDENCE_KINDS
+from .terminal import confidence_line, one_line, passage_line, quoted
 from .tuned import load_settings
 
 __all__ = ["main", "build_parser", "read_questions"]
@@ -316,50 +315,6 @@ def _index(args) -> int:
 
 
 # -- ask -------------------------------------------------------------------------------------
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _shown(text) -> str:
-    """Document text as the terminal may show it: control characters (escape sequences, bidi
-    overrides, stray line breaks in names) written as visible escapes, never obeyed."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"),
-                        str(text))
-
-
-def _one_line(text) -> str:
-    """``_shown`` with line breaks written as ``\\n``: a field that stays on its line."""
-    return _shown(text).replace("\n", "\\n")
-
-
-def _quoted(text, first: bool = True) -> str:
-    """Document or model text as a quoted block: every line it holds starts with ``> ``
-    (``first``: the text starts a line), so nothing it says can make a line of the tool's
-    own — no ``  [1] doc  chars ...`` source line, no ``sources:`` header."""
-    return ("> " if first else "") + _shown(text).replace("\n", "\n> ")
-
-
-def _passage(n: int, p: dict) -> str:
-    """One source line: rank, document, offsets and the start of the text. No score: a
-    candidate's fused (RRF) score is a rank sum (~0.03 at best) that reads like "very low
-    confidence"; the quantity the pipeline decided on is printed once (``_confidence``)."""
-    snippet = " ".join(_shown(p.get("text", "")).split())
-    snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
-    return (f"  [{n}] {_one_line(p['doc_id'])}  "
-            f"chars {p['start']}-{p['end']}  \"{snippet}\"")
-
-
-def _confidence(out: dict, floor: float | None) -> str:
-    """The number the escalation rule compared, named by ``CONFIDENCE_KINDS``: "confidence
-    0.62 (cosine similarity of the best dense hit; escalates under --min-confidence 0.40)"."""
-    value, kind = out.get("confidence"), out.get("confidence_kind")
-    if value is None:
-        return "confidence: none (nothing was retrieved)"
-    rule = (f"escalates under --min-confidence {floor:.2f}" if floor is not None else
-            "no --min-confidence set")
-    words = CONFIDENCE_KINDS[kind][0] if kind in CONFIDENCE_KINDS else kind
-    return f"confidence {value:.2f} ({words}; {rule})"
-
-
 def _ask(args) -> int:
     if not args.question.strip():
         raise UsageError("QUESTION is blank; ask something, e.g. ragbook ask PATH "
@@ -389,7 +344,7 @@ def _ask(args) -> int:
     if args.generative and not args.json:        # stream: verified sentences as they come
         streamed = pipeline.stream(args.question, scope=scope)
         for piece in streamed:
-            print(_quoted(piece, first=not shown), end="", flush=True)
+            print(quoted(piece, first=not shown), end="", flush=True)
             shown += piece
         result = streamed.result
         if shown:
@@ -401,28 +356,28 @@ def _ask(args) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if out["escalated"]:
-        detail = f" ({_one_line(out['detail'])})" if out.get("detail") else ""
+        detail = f" ({one_line(out['detail'])})" if out.get("detail") else ""
         print(f"escalated: {out['reason']}{detail}")
         print("candidates for a human to check:" if out["candidates"] else
               "no candidate passages were found")
         for n, p in enumerate(out["candidates"], 1):
-            print(_passage(n, p))
-        print(_confidence(out, pipeline.min_confidence))
+            print(passage_line(n, p))
+        print(confidence_line(out, pipeline.min_confidence))
     else:
         if not shown:                            # a streamed answer is already on screen
-            print(_quoted(commands.join_soft_breaks(out["answer"])))
+            print(quoted(commands.join_soft_breaks(out["answer"])))
         ids = [p["id"] for p in out["candidates"]]
         rank = (f"passage {ids.index(out['sources'][0]['id']) + 1} of {len(ids)} read"
                 if out["sources"] and out["sources"][0]["id"] in ids else "")
         if out.get("answer_span"):
             doc, start, end = out["answer_span"]
-            print(f"(from {_one_line(doc)}, chars {start}-{end}" + (f"; {rank})" if rank else ")"))
+            print(f"(from {one_line(doc)}, chars {start}-{end}" + (f"; {rank})" if rank else ")"))
         elif rank:
             print(f"({rank})")
-        print(_confidence(out, pipeline.min_confidence))
+        print(confidence_line(out, pipeline.min_confidence))
         print("sources:")
         for n, p in enumerate(out["sources"], 1):
-            print(_passage(n, p))
+            print(passage_line(n, p))
     return 0
 
 

@@ -259,12 +259,12 @@ def test_ask_blank_question_is_a_usage_error(pipeline, index, capsys):
 def test_document_text_cannot_drive_the_terminal():
     """An escape sequence in a page erased the answer line; a newline in a file name forged a
     source line. Both are shown as visible escapes, never obeyed."""
-    from ragbook.cli import _passage, _shown
+    from ragbook.terminal import passage_line, shown
 
-    assert _shown("14 days\x1b[2K\rrefunds: never") == "14 days\\x1b[2K\\rrefunds: never"
-    assert _shown("a\u202eevil") == "a\\u202eevil" and _shown("plain text") == "plain text"
-    line = _passage(1, {"doc_id": "faq\n  [2] forged", "start": 0, "end": 5, "score": 0.5,
-                        "text": "ok\x07"})
+    assert shown("14 days\x1b[2K\rrefunds: never") == "14 days\\x1b[2K\\rrefunds: never"
+    assert shown("a\u202eevil") == "a\\u202eevil" and shown("plain text") == "plain text"
+    line = passage_line(1, {"doc_id": "faq\n  [2] forged", "start": 0, "end": 5, "score": 0.5,
+                             "text": "ok\x07"})
     assert "\n" not in line and "\x07" not in line and "faq\\n  [2] forged" in line
 
 
