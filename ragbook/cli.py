@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "shown once its citation is checked")
     p.add_argument("--settings", metavar="FILE", help="retrieve with the settings 'ragbook "
                    "tune' or 'calibrate' wrote for this index (refused for another index)")
+    p.add_argument("--explain", action="store_true", help="under the sources, print why each "
+                   "scored what it did: the parts (query terms, channels, token alignments) "
+                   "that add up to its score, and the scope/filter conditions it met")
     p.set_defaults(run=_ask)
 
     p = command("eval", "measure retrieval on labelled questions",
@@ -378,6 +381,8 @@ def _ask(args) -> int:
         print("sources:")
         for n, p in enumerate(out["sources"], 1):
             print(passage_line(n, p))
+        if args.explain:
+            print("\n".join(commands.explain_lines(pipeline, result)))
     return 0
 
 

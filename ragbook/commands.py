@@ -1,6 +1,6 @@
 """What ``ragbook eval``, ``tune`` and ``calibrate`` do once their arguments are parsed: load
 the index, score it on labelled questions, save or gate a baseline, tune and write settings,
-calibrate the escalation threshold.
+calibrate the escalation threshold; and the lines ``ragbook ask --explain`` prints.
 
 The command line (``ragbook.cli``) only parses and prints errors; these functions take
 plain values and a ``say`` callback for their output, so tests and notebooks can call them.
@@ -17,18 +17,20 @@ from types import SimpleNamespace
 from tqdm.auto import tqdm
 
 from .evaluate import compare_runs, format_table, run_from_hits
+from .explain import explain_result
 from .fusion import HybridRetriever
 from .gate import GATE_METRIC, gate, load_baseline, per_question, save_baseline
 from .persist import CorruptIndexError, recover
 from .pipeline import Pipeline
 from .questions import labelled, read_questions
-from .result import outcome
+from .result import Result, outcome
+from .terminal import one_line
 from .tuned import load_settings, save_calibration, save_settings
 from .tuning import tune
 
 __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
            "eval_command", "tune_command", "calibrate_command", "quiet_libraries",
-           "join_soft_breaks"]
+           "join_soft_breaks", "explain_lines"]
 
 EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
@@ -191,3 +193,17 @@ def calibrate_command(index, questions_path, out, *, settings=None, target_error
     say(f"settings written to {out}; 'ragbook ask {index} QUESTION --settings {out}' "
         f"escalates under that threshold (low_confidence)")
     return 0
+
+
+def explain_lines(pipeline: Pipeline, result: Result) -> list[str]:
+    """What ``ragbook ask --explain`` prints under the sources: for source ``[n]``, why it
+    scored what it did (``explain.explain_result``: the parts that add up to its score, then
+    the scope and filter conditions it met), each line kept on one line of the terminal
+    (token and document names are document text: escapes shown, never obeyed)."""
+    lines = ["why these sources:"] if result.sources else []
+    for n, explanations in enumerate(explain_result(pipeline, result), 1):
+        for e in explanations:
+            text = e.text().splitlines()
+            lines.append(f"  [{n}] {one_line(text[0])}")
+            lines += [f"      {one_line(line.strip())}" for line in text[1:]]
+    return lines

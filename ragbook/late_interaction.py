@@ -37,14 +37,27 @@ from .component import Component
 from .embeddings import Encoder
 from .rerank import CrossEncoderReranker
 
-__all__ = ["maxsim", "MaxSimScorer", "MaxSimReranker"]
+__all__ = ["maxsim", "maxsim_alignment", "MaxSimScorer", "MaxSimReranker"]
+
+
+def maxsim_alignment(query_tokens: np.ndarray,
+                     passage_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``query_tokens``, the row of ``passage_tokens`` it aligns with (its
+    best cosine; both unit rows, so the inner product is the cosine) and that cosine: what
+    ``maxsim`` averages, kept apart so an explanation can name each alignment.
+
+    >>> maxsim_alignment(np.eye(3)[:2], np.eye(3)[::-1])[0].tolist()
+    [2, 1]
+    """
+    sims = np.asarray(query_tokens, np.float32) @ np.asarray(passage_tokens, np.float32).T
+    best = sims.argmax(axis=1)
+    return best, sims[np.arange(len(best)), best]
 
 
 def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     """Mean over the rows of ``query_tokens`` of their best cosine with a row of
-    ``passage_tokens`` (both unit rows, so the inner product is the cosine)."""
-    return float((np.asarray(query_tokens, np.float32)
-                  @ np.asarray(passage_tokens, np.float32).T).max(axis=1).mean())
+    ``passage_tokens`` (``maxsim_alignment``'s cosines, averaged)."""
+    return float(maxsim_alignment(query_tokens, passage_tokens)[1].mean())
 
 
 class _TokenCache:
@@ -107,6 +120,17 @@ class MaxSimScorer(Component):
                 self._tokens.put(k, done[k])
             out = [o if o is not None else done[k] for k, o in zip(keys, out, strict=True)]
         return [o.astype(np.float32) for o in out]
+
+    def token_strings(self, text: str, kind: str = "passage") -> list[str]:
+        """The tokenizer's word pieces of ``text``, one per row ``token_vectors`` gives it
+        (same prefix, same ``max_length``, ``[CLS]``/``[SEP]`` dropped): the names an
+        explanation shows for each row."""
+        fmt = self.encoder.format_query if kind == "query" else self.encoder.format_passage
+        model = self.encoder.model
+        ids = model.tokenizer(fmt(text), truncation=True,
+                              max_length=self.encoder.max_length or model.max_seq_length,
+                              )["input_ids"]
+        return model.tokenizer.convert_ids_to_tokens(ids)[1:-1]
 
     def parts(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
         """``(dense cosine, maxsim)`` per pair, the two scores the blend mixes."""

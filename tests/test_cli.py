@@ -184,6 +184,30 @@ def test_ask_answers_what_pipeline_answers_with_the_same_defaults(pipeline, inde
         assert (shell["answer"], shell["reason"]) == (asked.answer.text, asked.reason)
 
 
+def test_ask_explain_prints_why_each_source_scored(pipeline, index, capsys):
+    """--explain prints, under the sources, each source's RRF channels (adding up to its
+    fused score) and the status filter the pipeline ran: the lines explain_result gives for
+    the same question asked in Python."""
+    from ragbook.commands import explain_lines, load_index
+
+    code, out, _ = run(capsys, "ask", index, REFUND)
+    assert code == 0 and "why these sources:" not in out
+    code, out, _ = run(capsys, "ask", index, REFUND, "--explain")
+    assert code == 0
+    sources, why = out.split("\nsources:\n")[1].split("why these sources:\n")
+    n = len(sources.splitlines())
+    heads = re.findall(r"^  \[(\d)\] rrf \S+: (0\.\d{4}) = sum of (\d) parts$", why, re.M)
+    assert [int(h[0]) for h in heads] == list(range(1, n + 1)), out
+    for block in why.split("\n  [")[1:]:
+        if " rrf " in block.splitlines()[0]:
+            score = float(block.splitlines()[0].split(": ")[1].split(" ")[0])
+            parts = [float(x) for x in re.findall(r"^      (?:dense|bm25): \+(\S+)", block, re.M)]
+            assert abs(sum(parts) - score) <= 2e-4 and 1 <= len(parts) <= 2, block
+    assert why.count("status $ne 'superseded': +1.0000") == n
+    asked = pipeline.Pipeline(load_index(index))
+    assert why.splitlines() == explain_lines(asked, asked.ask(REFUND))[1:]
+
+
 def test_ask_min_span_score_is_the_readers_floor(pipeline, index, capsys):
     code, out, _ = run(capsys, "ask", index, REFUND, "--min-span-score", "0.99")
     assert code == 0 and out.startswith("escalated: reader_abstained"), out
