@@ -71,6 +71,18 @@ from .types import Answer, Chunk, Document, Hit, Retrieved, Stage
 
 __version__ = "0.1.0"
 
+
+def serve(index, **options):
+    """Serve ``index`` (a saved index's path, or a ``Pipeline``) over HTTP: the page at
+    ``http://127.0.0.1:8000/`` and ``POST /ask``, ``/stream``, ``/explain`` (needs ``pip
+    install "ragbook[serve]"``; Starlette and uvicorn load only here). Options are
+    ``ragbook.serving.app.serve``'s: ``settings``, ``host``, ``port``, ``scope``, ``keys``,
+    ``block=False`` (returns the started server), the guards' limits."""
+    from .serving.app import serve as serve_index
+
+    return serve_index(index, **options)
+
+
 __all__ = [
     "Answer", "Chunk", "Document", "Hit", "Retrieved", "Stage",
     "Component", "Retriever", "BaseRetriever", "WrapperRetriever", "VectorStore",
@@ -90,6 +102,6 @@ __all__ = [
     "LocalLLM", "OpenAICompatibleLLM", "ChatServer", "get_llm",
     "LLMUnavailableError", "LLMResponseError",
     "compare_runs", "format_table", "retrieve_run",
-    "tune", "TuneReport", "load_settings", "save_settings", "SettingsMismatchError",
+    "serve", "tune", "TuneReport", "load_settings", "save_settings", "SettingsMismatchError",
     "load_helpcentre", "load_pydocs", "load_reader_set", "load_reading_tasks", "generate_tickets",
 ]

@@ -5,6 +5,7 @@
     ragbook eval my-index questions.jsonl       chapter 4's table for dense, BM25, hybrid
     ragbook eval ... --against baseline.json    the regression gate (--save writes a baseline)
     ragbook tune my-index questions.jsonl --out tuned.json   settings the labels support
+    ragbook serve my-index                      the page and a JSON API on http://127.0.0.1:8000/
 
 Exit codes: 0 success (an escalated answer is a success: it is the right outcome for a
 question the documents cannot answer), 1 a failure while running (missing or corrupt index,
@@ -155,6 +156,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "scored what it did: the parts (query terms, channels, token alignments) "
                    "that add up to its score, and the scope/filter conditions it met")
     p.set_defaults(run=_ask)
+
+    p = command("serve", "serve an index over HTTP: a page, and ask/stream/explain as JSON",
+                "Serve PATH at http://HOST:PORT/ until Ctrl-C: the page, POST /ask, /stream "
+                "(server-sent events) and /explain, GET /schema. Needs the serve extra (pip "
+                "install 'ragbook[serve]'). --scope fixes what every request may search; a "
+                "request can narrow it, never widen it.")
+    p.add_argument("index", metavar="PATH", help="an index saved by 'ragbook index'")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
+                   "127.0.0.1: this machine only)")
+    p.add_argument("--port", type=_whole(0), default=8000, help="default 8000 (0: a free one)")
+    p.add_argument("--settings", metavar="FILE", help="the settings 'ragbook tune' or "
+                   "'calibrate' wrote for this index, as 'ragbook ask --settings'")
+    p.add_argument("--scope", type=_scope_part, action="append", metavar="KEY=VALUE",
+                   help="serve only items whose metadata KEY is VALUE (KEY=V1,V2: one of "
+                   "them), as 'ragbook ask --scope'; repeat for several keys")
+    p.set_defaults(run=_serve)
 
     p = command("eval", "measure retrieval on labelled questions",
                 "Score the dense channel, the BM25 channel and the hybrid on QUESTIONS (JSONL: "
@@ -383,6 +400,20 @@ def _ask(args) -> int:
             print(passage_line(n, p))
         if args.explain:
             print("\n".join(commands.explain_lines(pipeline, result)))
+    return 0
+
+
+# -- serve (ragbook.serving.app) ----------------------------------------------------------
+def _serve(args) -> int:
+    scope = dict(args.scope or ()) or None
+    if scope is not None and len(scope) < len(args.scope):
+        raise UsageError("--scope names a KEY twice; give its values once, comma-separated")
+    try:
+        from .serving.app import serve
+    except ModuleNotFoundError as err:
+        raise OSError(f"'ragbook serve' needs {err.name}, which is not installed; "   # exit 1
+                      f"pip install 'ragbook[serve]'") from None
+    serve(args.index, settings=args.settings, host=args.host, port=args.port, scope=scope)
     return 0
 
 

@@ -1,0 +1,171 @@
+"""The one page ``ragbook serve`` serves at ``/``: a question box, the answer streamed sentence
+by sentence (``POST /stream``), the escalation reason when it escalates, the sources with the
+cited span highlighted inside each passage, and on request why each source scored what it
+did (``POST /explain``). No build step and nothing fetched from elsewhere (the server's
+Content-Security-Policy allows only this script, by its hash); document text is only ever
+set as text, never as HTML."""
+from __future__ import annotations
+
+__all__ = ["PAGE", "SCRIPT"]
+
+SCRIPT = r"""
+const form = document.getElementById("ask"), box = document.getElementById("question");
+const answer = document.getElementById("answer"), status = document.getElementById("status");
+const sources = document.getElementById("sources"), why = document.getElementById("why");
+let last = null;
+
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (cls) node.className = cls;
+  return node;
+}
+
+async function post(path) {
+  const res = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                                 body: JSON.stringify({question: box.value})});
+  if (!res.ok) {
+    let message = res.status + " " + res.statusText;
+    try { message = (await res.json()).error.message; } catch (e) {}
+    throw new Error(message);
+  }
+  return res;
+}
+
+function showSources(result) {
+  sources.replaceChildren();
+  const span = result.answer_span;
+  const hits = result.escalated ? result.candidates : result.sources;
+  document.getElementById("sources-title").textContent =
+    result.escalated ? "Passages for a person to check" : "Sources";
+  hits.forEach((hit, n) => {
+    const item = el("li"), head = el("h3");
+    head.textContent = "[" + (n + 1) + "] " + hit.doc_id +
+      (hit.start !== null ? ", characters " + hit.start + "\u2013" + hit.end : "");
+    const text = el("p", undefined, "passage");
+    let s = -1, e = -1;
+    if (!result.escalated && span && span[0] === hit.doc_id && hit.start !== null) {
+      s = span[1] - hit.start; e = span[2] - hit.start;
+    }
+    if (s >= 0 && e <= hit.text.length && s < e) {
+      const mark = el("mark", hit.text.slice(s, e));
+      mark.id = "cited-" + n;
+      mark.tabIndex = -1;
+      text.append(hit.text.slice(0, s), mark, hit.text.slice(e));
+      const link = el("a", "show the cited words");
+      link.href = "#cited-" + n;
+      link.addEventListener("click", ev => { ev.preventDefault(); mark.focus(); });
+      item.append(head, link, text);
+    } else {
+      text.textContent = hit.text;
+      item.append(head, text);
+    }
+    sources.append(item);
+  });
+}
+
+async function ask(ev) {
+  ev.preventDefault();
+  answer.replaceChildren(); sources.replaceChildren(); why.replaceChildren();
+  document.getElementById("explain").hidden = true;
+  status.textContent = "Searching\u2026";
+  try {
+    const res = await post("/stream");
+    const reader = res.body.getReader(), decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, {stream: true});
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
+        const kind = (block.match(/^event: (.*)$/m) || [])[1];
+        const data = JSON.parse((block.match(/^data: (.*)$/m) || [])[1] || "null");
+        if (kind === "sentence") answer.append(el("span", data.text, "sentence"));
+        if (kind === "error") throw new Error(data.message);
+        if (kind === "result") finish(data);
+      }
+    }
+  } catch (err) {
+    status.textContent = "Error: " + err.message;
+  }
+}
+
+function finish(result) {
+  last = result;
+  if (result.escalated) {
+    status.textContent = "Escalated (" + result.reason + "): " + result.detail;
+  } else {
+    status.textContent = "Answered" + (result.confidence !== null ? " (confidence " +
+      result.confidence.toFixed(2) + ", " + result.confidence_kind + ")" : "") + ".";
+  }
+  showSources(result);
+  document.getElementById("explain").hidden = result.escalated || !result.sources.length;
+}
+
+async function explain() {
+  why.replaceChildren(el("p", "Explaining\u2026"));
+  try {
+    const data = await (await post("/explain")).json();
+    why.replaceChildren();
+    data.explanations.forEach((parts, n) => {
+      const item = el("li");
+      item.append(el("h3", "Why source [" + (n + 1) + "]"));
+      parts.forEach(e => item.append(el("pre", e.text)));
+      why.append(item);
+    });
+  } catch (err) {
+    why.replaceChildren(el("p", "Error: " + err.message));
+  }
+}
+
+form.addEventListener("submit", ask);
+document.getElementById("explain").addEventListener("click", explain);
+"""
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ragbook: ask your documents</title>
+<style>
+body { font: 16px/1.5 system-ui, sans-serif; max-width: 50rem; margin: 2rem auto;
+       padding: 0 1rem; color: #1a1a1a; background: #fff; }
+input[type=text] { width: 100%; font: inherit; padding: .5rem; box-sizing: border-box; }
+button { font: inherit; padding: .4rem 1rem; margin-top: .5rem; }
+:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
+#answer { font-size: 1.15rem; min-height: 1.5em; }
+.sentence + .sentence::before { content: " "; }
+mark { background: #fde68a; color: inherit; }
+.passage { white-space: pre-wrap; background: #f5f5f4; padding: .5rem; }
+pre { white-space: pre-wrap; font-size: .85rem; }
+h3 { font-size: 1rem; margin-bottom: .2rem; }
+</style>
+</head>
+<body>
+<main>
+<h1>Ask your documents</h1>
+<form id="ask">
+<label for="question">Your question</label>
+<input type="text" id="question" name="question" required autocomplete="off"
+       placeholder="e.g. how long is the refund window?">
+<button type="submit">Ask</button>
+</form>
+<section aria-labelledby="answer-title">
+<h2 id="answer-title">Answer</h2>
+<p id="answer" aria-live="polite"></p>
+<p id="status" role="status"></p>
+</section>
+<section aria-labelledby="sources-title">
+<h2 id="sources-title">Sources</h2>
+<ol id="sources"></ol>
+<button type="button" id="explain" hidden>Why these sources?</button>
+<ol id="why" aria-live="polite"></ol>
+</section>
+</main>
+<script>""" + SCRIPT + """</script>
+</body>
+</html>
+"""
