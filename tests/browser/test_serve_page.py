@@ -1,0 +1,86 @@
+"""``ragbook serve``'s page as a person uses it, in Chromium: type a question, press Enter,
+see the answer arrive from the stream, follow the citation with the keyboard and find the
+highlighted words equal to the cited span of the document — on a sample of help-centre dev
+questions, each checked against ``Pipeline.ask`` in this process — then ask why the sources
+scored what they did."""
+from pathlib import Path
+
+import pytest
+
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
+pytest.importorskip("starlette")
+
+from ragbook.serving.app import RagServer, pipeline_for  # noqa: E402
+
+pytestmark = [pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parents[2]
+ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def served(article_index):
+    names = tuple(sorted(p.stem for p in (ROOT / "data" / "helpcentre" / "articles")
+                         .glob("*.md")))
+    pipeline = pipeline_for(article_index(names))
+    with RagServer(pipeline) as server:
+        yield server, pipeline
+
+
+@pytest.fixture
+def page(chromium_path, served):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, headless=True, args=ARGS)
+        context = browser.new_context()
+        context.set_default_timeout(60_000)
+        errors = []
+        tab = context.new_page()
+        tab.on("pageerror", lambda err: errors.append(str(err)))
+        tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        yield tab
+        browser.close()
+        assert not errors, errors          # no script error, no CSP violation
+
+
+def test_the_page_streams_the_answer_and_highlights_the_cited_span(page, served, hc):
+    server, pipeline = served
+    answered = escalated = 0
+    page.goto(server.base_url)
+    box = page.get_by_label("Your question")
+    for q in hc.split("dev")[:8]:
+        want = pipeline.ask(q.text)
+        box.fill(q.text)
+        box.press("Enter")                                     # the keyboard submits
+        status = page.locator("#status")
+        page.wait_for_function("() => /^(Answered|Escalated|Error)/.test("
+                               "document.getElementById('status').textContent)")
+        shown = status.text_content()
+        if want.escalated:
+            escalated += 1
+            assert shown.startswith(f"Escalated ({want.reason}): "), shown
+            assert page.locator("#answer").text_content() == ""
+            continue
+        answered += 1
+        assert shown.startswith("Answered"), shown
+        sentences = page.locator("#answer .sentence").all_text_contents()
+        assert "".join(sentences) == want.answer.text
+        doc, start, end = want.answer_span
+        cited = hc.doc(doc).text[start:end]
+        link = page.get_by_role("link", name="show the cited words").first
+        link.focus()
+        link.press("Enter")                                    # follow it with the keyboard
+        mark = page.locator("mark:focus")
+        expect(mark).to_have_count(1)
+        assert mark.text_content() == cited == want.answer.text
+        page.locator("#question").focus()
+    assert answered >= 3 and escalated >= 1
+    # an answered question: why did its first source score what it did?
+    box.fill("how long is the refund window for annual contracts?")
+    box.press("Enter")
+    page.get_by_role("button", name="Why these sources?").click()
+    first = page.locator("#why li").first
+    expect(first).to_contain_text("Why source [1]")
+    assert first.locator("pre").first.text_content().startswith("rrf ")
