@@ -279,6 +279,32 @@ def test_deadline_and_connection_cap(pipeline):
         assert call(server, "GET", "/schema")[0] == 200
 
 
+def test_idle_and_slow_clients_are_cut_so_they_cannot_fill_the_cap(pipeline):
+    """A connection that sends no head (or half of one) is answered 408 at header_timeout
+    and closed, freeing its slot; a body that stalls is 408 at request_timeout."""
+    with RagServer(pipeline, max_connections=2, header_timeout=1.0,
+                   request_timeout=1.0) as server:
+        port = server.policy.port
+        idle = socket.create_connection(("127.0.0.1", port), timeout=10)
+        half = socket.create_connection(("127.0.0.1", port), timeout=10)
+        half.sendall(b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.3)
+        assert call(server, "GET", "/schema")[0] == 503          # the cap is full ...
+        for sock in (idle, half):
+            assert sock.recv(4096).startswith(b"HTTP/1.1 408")  # ... until the deadline
+            sock.close()
+        time.sleep(0.2)
+        assert call(server, "GET", "/schema")[0] == 200
+        slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+        slow.sendall(b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                     b"application/json\r\nContent-Length: 100\r\n\r\n{\"quest")
+        reply, until = b"", time.monotonic() + 10
+        while b"request_timeout" not in reply and time.monotonic() < until:
+            reply += slow.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 408") and b"request_timeout" in reply
+        slow.close()
+
+
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="not both"):
         Policy(scope={"access": "public"}, keys={"k" * 16: None})

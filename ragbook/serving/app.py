@@ -17,7 +17,8 @@ Guards, as ``ChatServer``'s (``policy.Policy`` holds them; each refusal is JSON 
   uvicorn's own 400 when even its parser gives up);
 - each question must be answered within ``deadline`` seconds, else 503 (one question runs
   at a time: the models are not re-entrant, so waiting for one counts);
-- ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it, 503.
+- ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it, 503; a request head
+  not in within ``header_timeout`` is 408 and closed, so idle clients cannot fill the cap.
 
 The access scope is the server's, never the request's: one server-wide ``scope``, or one per
 API key (``keys``, sent as ``Authorization: Bearer <key>``; a missing or unknown key is 401).
@@ -41,6 +42,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..commands import load_index
 from ..explain import explain_result
@@ -52,7 +54,7 @@ from .page import PAGE, SCRIPT
 from .policy import Policy, Refused, narrow_scope
 from .schema import SCHEMA
 
-__all__ = ["build_app", "RagServer", "serve", "pipeline_for"]
+__all__ = ["build_app", "head_deadline", "RagServer", "serve", "pipeline_for"]
 
 
 class _Guard:
@@ -238,15 +240,50 @@ def _explanation(e) -> dict:
                       for p in e.parts], "detail": dict(e.detail), "text": e.text()}
 
 
+def head_deadline(seconds: float) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol, but a connection whose request head (line and headers)
+    has not arrived ``seconds`` after it opened — or after its previous response — is
+    answered 408 and closed: an idle or trickling client cannot hold one of the
+    ``max_connections`` slots (uvicorn alone waits for a first request for ever)."""
+    body = json.dumps({"error": {"message": f"the request line and headers did not arrive "
+                                 f"within header_timeout={seconds:g} s; send the request at "
+                                 "once", "type": "invalid_request_error"}}).encode()
+    late = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
+            + b"\r\n\r\n" + body)
+
+    class HeadDeadline(H11Protocol):
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self.loop.call_later(seconds, self.head_late, self.cycle)
+
+        def on_response_complete(self):
+            super().on_response_complete()
+            self.loop.call_later(seconds, self.head_late, self.cycle)
+
+        def head_late(self, cycle) -> None:
+            """408 and close, unless a request began since ``cycle`` (or one is running)."""
+            waiting = self.cycle is cycle and (cycle is None or cycle.response_complete)
+            if waiting and not self.transport.is_closing():
+                self.transport.write(late)
+                self.transport.close()
+
+    return HeadDeadline
+
+
 class RagServer:
     """``pipeline`` served by uvicorn on ``host:port`` (``port=0``: a free one) under the
     guards of ``Policy(**guards)``: ``start()`` in a background thread (or ``with``), or
     ``serve_forever()`` in this one (Ctrl-C stops it). ``max_connections`` caps open
-    connections (uvicorn's ``limit_concurrency``: beyond it, 503)."""
+    connections (uvicorn's ``limit_concurrency``: beyond it, 503); a connection whose
+    request head is not in within ``header_timeout`` seconds is answered 408 and closed
+    (``head_deadline``), so idle clients cannot fill that cap."""
 
     def __init__(self, pipeline: Pipeline, host: str = "127.0.0.1", port: int = 0, *,
-                 max_connections: int = 16, log_level: str = "warning", **guards):
+                 max_connections: int = 16, header_timeout: float = 10.0,
+                 log_level: str = "warning", **guards):
         check_positive("max_connections", max_connections, int, "16")
+        check_positive("header_timeout", header_timeout, (int, float), "10.0")
         if not is_loopback(host):
             warnings.warn(f"serving on host={host!r}, not a loopback address: anyone who can "
                           "reach this port can ask the index. Use host='127.0.0.1' unless you "
@@ -255,7 +292,8 @@ class RagServer:
         self._sock = socket.create_server((host.strip("[]"), port), family=family)
         self.policy = Policy(host=host, port=self._sock.getsockname()[1], **guards)
         self.app = build_app(pipeline, self.policy)
-        config = uvicorn.Config(self.app, http="h11", lifespan="off", log_level=log_level,
+        config = uvicorn.Config(self.app, http=head_deadline(header_timeout), lifespan="off",
+                                log_level=log_level,
                                 limit_concurrency=max_connections, timeout_keep_alive=5,
                                 h11_max_incomplete_event_size=self.policy.max_header_bytes)
         self._server, self._thread = uvicorn.Server(config), None
