@@ -305,6 +305,23 @@ def test_idle_and_slow_clients_are_cut_so_they_cannot_fill_the_cap(pipeline):
         slow.close()
 
 
+def test_a_settings_file_serves_what_ask_settings_answers(index, tmp_path):
+    """``--settings`` (``pipeline_for``): the server asks with the tuned settings — here BM25
+    alone — exactly as ``Pipeline(**load_settings(...))`` does."""
+    from ragbook import HybridRetriever, Pipeline, load_settings, save_settings
+    from ragbook.tuning import search_space
+
+    retriever = HybridRetriever.load(index)
+    chosen = next(s for s in search_space(retriever) if s.name == "bm25")
+    path = save_settings(tmp_path / "tuned.json", chosen, retriever)
+    tuned = Pipeline(**load_settings(path, retriever))
+    with RagServer(pipeline_for(index, path)) as server:
+        for question in (REFUND, INTERNAL):
+            served = json.loads(call(server, "POST", "/ask", {"question": question})[2])
+            assert same(served) == same(tuned.ask(question).to_dict())
+            assert served["confidence_kind"] == tuned.confidence_kind != "cosine"
+
+
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="not both"):
         Policy(scope={"access": "public"}, keys={"k" * 16: None})
