@@ -1,6 +1,7 @@
 """The one page ``ragbook serve`` serves at ``/``: a question box, the answer streamed sentence
 by sentence (``POST /stream``), the escalation reason when it escalates, the sources with the
-cited span highlighted inside each passage, and on request why each source scored what it
+cited span highlighted inside each passage (and, for a PDF, the pages it lies on, as
+``convert.pages_of`` counts them), and on request why each source scored what it
 did (``POST /explain``). No build step and nothing fetched from elsewhere (the server's
 Content-Security-Policy allows only this script, by its hash); document text is only ever
 set as text, never as HTML."""
@@ -32,6 +33,19 @@ async function post(path) {
   return res;
 }
 
+// The PDF pages the cited span (or else the passage) lies on: ragbook.convert.pages_of.
+function pagesOf(hit, span) {
+  const starts = (hit.metadata || {}).page_starts;
+  if (!Array.isArray(starts) || hit.start === null) return "";
+  const [a, b] = span ? [span[1], span[2]] : [hit.start, hit.end];
+  const pages = [];
+  starts.forEach((p, i) => {
+    const q = i + 1 < starts.length ? starts[i + 1] : Infinity;
+    if (p < q && p < Math.max(b, a + 1) && a < q) pages.push(i + 1);
+  });
+  return pages.length ? (pages.length > 1 ? ", pages " : ", page ") + pages.join(", ") : "";
+}
+
 function showSources(result) {
   sources.replaceChildren();
   const span = result.answer_span;
@@ -40,13 +54,13 @@ function showSources(result) {
     result.escalated ? "Passages for a person to check" : "Sources";
   hits.forEach((hit, n) => {
     const item = el("li"), head = el("h3");
-    head.textContent = "[" + (n + 1) + "] " + hit.doc_id +
-      (hit.start !== null ? ", characters " + hit.start + "\u2013" + hit.end : "");
     const text = el("p", undefined, "passage");
     let s = -1, e = -1;
     if (!result.escalated && span && span[0] === hit.doc_id && hit.start !== null) {
       s = span[1] - hit.start; e = span[2] - hit.start;
     }
+    head.textContent = "[" + (n + 1) + "] " + hit.doc_id + (hit.start === null ? "" :
+      ", characters " + hit.start + "\u2013" + hit.end) + pagesOf(hit, s >= 0 ? span : null);
     if (s >= 0 && e <= hit.text.length && s < e) {
       const mark = el("mark", hit.text.slice(s, e));
       mark.id = "cited-" + n;

@@ -3,6 +3,7 @@ see the answer arrive from the stream, follow the citation with the keyboard and
 highlighted words equal to the cited span of the document — on a sample of help-centre dev
 questions, each checked against ``Pipeline.ask`` in this process — then ask why the sources
 scored what they did."""
+import io
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,55 @@ def test_the_page_streams_the_answer_and_highlights_the_cited_span(page, served,
     first = page.locator("#why li").first
     expect(first).to_contain_text("Why source [1]")
     assert first.locator("pre").first.text_content().startswith("rrf ")
+
+
+def handbook_pdf() -> bytes:
+    """A four-page PDF with a text layer (page 2 blank), written by pypdf."""
+    pypdf = pytest.importorskip("pypdf", reason="needs the documents extra")
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    pages = [["Leave policy", "Every employee gets 25 days of paid leave per year."], [],
+             ["Expenses", "Receipts must be uploaded within 30 days of purchase."],
+             ["Security", "Laptops lock after five minutes without input."]]
+    writer, name = pypdf.PdfWriter(), NameObject
+    font = DictionaryObject({name("/Type"): name("/Font"), name("/Subtype"): name("/Type1"),
+                             name("/BaseFont"): name("/Helvetica")})
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        if lines:
+            ops = ["BT /F1 11 Tf 14 TL 72 720 Td", *(f"({line}) Tj T*" for line in lines), "ET"]
+            page[name("/Resources")] = DictionaryObject(
+                {name("/Font"): DictionaryObject({name("/F1"): font})})
+            stream = DecodedStreamObject()
+            stream.set_data("\n".join(ops).encode("latin-1"))
+            page.replace_contents(stream)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_source_shows_the_page_of_its_cited_span(page, tmp_path):
+    """A PDF's source names the page the cited words are on, as ``pages_of`` counts it."""
+    from ragbook.cli import main
+    from ragbook.convert import pages_of
+    from ragbook.types import Hit
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handbook.pdf").write_bytes(handbook_pdf())
+    assert main(["index", str(tmp_path / "docs"), "--out", str(tmp_path / "index")]) == 0
+    pipeline = pipeline_for(tmp_path / "index")
+    question = "within how many days must receipts be uploaded?"
+    want = pipeline.ask(question)
+    assert not want.escalated, want.detail
+    doc, start, end = want.answer_span
+    cited = Hit("cited", 1.0, 1, doc, "", want.sources[0].metadata, start, end)
+    assert pages_of(cited) == (3,)
+    with RagServer(pipeline) as server:
+        page.goto(server.base_url)
+        box = page.get_by_label("Your question")
+        box.fill(question)
+        box.press("Enter")
+        expect(page.locator("#status")).to_contain_text("Answered")
+        expect(page.locator("#sources li h3").first).to_have_text(
+            f"[1] {doc}, characters {want.sources[0].start}\u2013{want.sources[0].end}, page 3")
+        assert page.locator("#sources mark").first.text_content() == want.answer.text
