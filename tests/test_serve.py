@@ -132,7 +132,8 @@ def test_schema_and_page(server):
     status, headers, text = call(server, "GET", "/schema")
     schema = json.loads(text)
     assert status == 200 and schema["$defs"]["AskRequest"]["required"] == ["question"]
-    assert set(schema["endpoints"]) >= {"POST /ask", "POST /stream", "POST /explain"}
+    assert set(schema["endpoints"]) >= {"POST /ask", "POST /stream", "POST /explain",
+                                        "POST /document"}
     status, headers, page = call(server, "GET", "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert '<label for="question">' in page and 'id="question"' in page
@@ -187,6 +188,24 @@ def test_a_request_can_narrow_the_scope_but_never_widen_it(public, pipeline):
                                    {"question": f"{INTERNAL} {MARKER}", **body})
             assert status == code, (path, body, text)
             assert MARKER not in text and "grace" not in text and "internal" not in text
+
+
+def test_a_document_is_served_whole_within_the_scope_only(public, hc):
+    """``/document``: a public article's text, stitched from its chunks, is the article's
+    own (offsets included); an internal one is 404 with the very reply an unknown id gets,
+    and a request scope reaching for it is 403."""
+    status, _, text = call(public, "POST", "/document", {"doc_id": "billing-refund-policy"})
+    assert status == 200
+    segments = json.loads(text)["segments"]
+    article = hc.doc("billing-refund-policy").text
+    start, whole = segments[0]
+    assert len(segments) == 1 and whole == article[start:start + len(whole)]
+    assert article[:start].strip() == article[start + len(whole):].strip() == ""
+    hidden = call(public, "POST", "/document", {"doc_id": "billing-internal-grace-extension"})
+    absent = call(public, "POST", "/document", {"doc_id": "no-such-article"})
+    assert hidden[0] == absent[0] == 404 and hidden[2] == absent[2]
+    assert call(public, "POST", "/document", {"doc_id": "billing-internal-grace-extension",
+                                              "scope": {"access": "internal"}})[0] == 403
 
 
 def test_api_keys_each_fix_their_own_scope(pipeline):

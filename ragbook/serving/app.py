@@ -46,6 +46,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..commands import load_index
 from ..explain import explain_result
+from ..filters import matches, scoped
 from ..pipeline import Pipeline
 from ..tuned import load_settings
 from ..types import plain
@@ -54,7 +55,8 @@ from .page import PAGE, SCRIPT
 from .policy import Policy, Refused, narrow_scope
 from .schema import SCHEMA
 
-__all__ = ["build_app", "head_deadline", "RagServer", "serve", "pipeline_for"]
+__all__ = ["build_app", "document_segments", "head_deadline", "RagServer", "serve",
+           "pipeline_for"]
 
 
 class _Guard:
@@ -75,11 +77,13 @@ class _Guard:
 def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
     """The ASGI app serving ``pipeline`` under ``policy`` (default: loopback, no scope):
     ``GET /`` the page, ``GET /schema`` the JSON schema, ``POST /ask``, ``POST /stream``
-    (server-sent events), ``POST /explain``."""
+    (server-sent events), ``POST /explain``, ``POST /document`` (a document's text, within
+    the scope, to show a citation in place)."""
     policy = policy or Policy()
     lock = threading.Lock()                   # one question at a time: models not re-entrant
 
-    async def read_request(request: Request) -> tuple[str, dict | None]:
+    async def read_request(request: Request, field: str = "question"
+                           ) -> tuple[str, dict | None]:
         body = bytearray()
         try:
             with anyio.fail_after(policy.request_timeout):
@@ -96,11 +100,11 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
             req = json.loads(body)
         except ValueError:
             req = None
-        if not isinstance(req, dict) or not isinstance(req.get("question"), str) \
-                or not req["question"].strip() or set(req) - {"question", "scope"}:
-            raise Refused(400, "the body must be a JSON object {\"question\": \"...\"} with "
+        if not isinstance(req, dict) or not isinstance(req.get(field), str) \
+                or not req[field].strip() or set(req) - {field, "scope"}:
+            raise Refused(400, f"the body must be a JSON object {{\"{field}\": \"...\"}} with "
                                "an optional \"scope\" (nothing else); see GET /schema")
-        return req["question"], narrow_scope(fixed, req.get("scope"))
+        return req[field], narrow_scope(fixed, req.get("scope"))
 
     def locked(work, until: float):
         """``work()`` under the pipeline's lock, if it frees before ``until``."""
@@ -212,6 +216,14 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
         return StreamingResponse(sse(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
+    async def document(request: Request) -> Response:
+        doc_id, scope = await read_request(request, "doc_id")
+        segments = document_segments(getattr(pipeline.retriever, "items_", ()), doc_id, scope)
+        if not segments:                  # the same answer for "absent" and "out of scope"
+            raise Refused(404, "no document with that id in this server's scope; use a "
+                               "doc_id from a result's sources or candidates")
+        return JSONResponse({"doc_id": doc_id, "segments": segments})
+
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     page_headers = {"Content-Security-Policy": (
         f"default-src 'none'; script-src 'sha256-{script_hash}'; style-src 'unsafe-inline'; "
@@ -228,9 +240,29 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
         Route("/", page, methods=["GET"]), Route("/schema", schema, methods=["GET"]),
         Route("/ask", refusing(ask), methods=["POST"]),
         Route("/stream", refusing(stream), methods=["POST"]),
-        Route("/explain", refusing(explain), methods=["POST"])])
+        Route("/explain", refusing(explain), methods=["POST"]),
+        Route("/document", refusing(document), methods=["POST"])])
     app.add_middleware(_Guard, policy=policy)
     return app
+
+
+def document_segments(items, doc_id: str, scope) -> list[list]:
+    """The text of document ``doc_id`` as the index holds it, stitched from its chunks that
+    pass ``scope`` (``filters.scoped``): ``[[start, text], ...]``, one segment per run of
+    chunks that touch or overlap (a chunk's text is its document's ``[start, end)``, so the
+    offsets are the document's own); ``[]`` when none of its chunks is in the scope."""
+    where = scoped(None, scope)
+    chunks = sorted((i for i in items if i["doc_id"] == doc_id and i.get("start") is not None
+                     and (where is None or matches(i["metadata"], where))),
+                    key=lambda i: (i["start"], i["end"]))
+    segments: list[list] = []
+    for item in chunks:
+        end = segments[-1][0] + len(segments[-1][1]) if segments else -1
+        if item["start"] <= end:
+            segments[-1][1] += item["text"][end - item["start"]:]
+        else:
+            segments.append([item["start"], item["text"]])
+    return segments
 
 
 def _explanation(e) -> dict:

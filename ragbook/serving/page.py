@@ -1,10 +1,10 @@
 """The one page ``ragbook serve`` serves at ``/``: a question box, the answer streamed sentence
 by sentence (``POST /stream``), the escalation reason when it escalates, the sources with the
-cited span highlighted inside each passage (and, for a PDF, the pages it lies on, as
-``convert.pages_of`` counts them), and on request why each source scored what it
-did (``POST /explain``). No build step and nothing fetched from elsewhere (the server's
-Content-Security-Policy allows only this script, by its hash); document text is only ever
-set as text, never as HTML."""
+cited span highlighted inside each passage or, a click away, inside its whole document
+(``POST /document``; for a PDF, the pages it lies on, as ``convert.pages_of`` counts them),
+and on request why each source scored what it did (``POST /explain``). No build step and
+nothing fetched from elsewhere (the server's Content-Security-Policy allows only this
+script, by its hash); document text is only ever set as text, never as HTML."""
 from __future__ import annotations
 
 __all__ = ["PAGE", "SCRIPT"]
@@ -22,9 +22,9 @@ function el(tag, text, cls) {
   return node;
 }
 
-async function post(path) {
+async function post(path, body) {
   const res = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json"},
-                                 body: JSON.stringify({question: box.value})});
+                                 body: JSON.stringify(body || {question: box.value})});
   if (!res.ok) {
     let message = res.status + " " + res.statusText;
     try { message = (await res.json()).error.message; } catch (e) {}
@@ -74,8 +74,41 @@ function showSources(result) {
       text.textContent = hit.text;
       item.append(head, text);
     }
+    if (hit.start !== null) {
+      const whole = el("button", "Show in the document");
+      whole.type = "button";
+      whole.addEventListener("click", () => showDocument(hit, s >= 0 ? span : null, text));
+      item.insertBefore(whole, text);
+    }
     sources.append(item);
   });
+}
+
+// The passage's whole document in place of the passage, the cited words (else the
+// passage) marked and focused; the server sends only documents inside its scope.
+async function showDocument(hit, span, passage) {
+  try {
+    const doc = await (await post("/document", {doc_id: hit.doc_id})).json();
+    const [a, b] = span ? [span[1], span[2]] : [hit.start, hit.end];
+    const view = el("div", undefined, "passage document");
+    view.setAttribute("aria-label", "the document " + hit.doc_id);
+    let mark = null;
+    doc.segments.forEach(([start, text], i) => {
+      if (i > 0) view.append(el("span", "\n[\u2026]\n", "gap"));
+      const end = start + text.length;
+      if (a >= start && b <= end && a < b) {
+        mark = el("mark", text.slice(a - start, b - start));
+        mark.tabIndex = -1;
+        view.append(text.slice(0, a - start), mark, text.slice(b - start));
+      } else {
+        view.append(text);
+      }
+    });
+    passage.replaceWith(view);
+    if (mark) { mark.scrollIntoView({block: "center"}); mark.focus(); }
+  } catch (err) {
+    status.textContent = "Error: " + err.message;
+  }
 }
 
 async function ask(ev) {
@@ -154,6 +187,7 @@ button { font: inherit; padding: .4rem 1rem; margin-top: .5rem; }
 .sentence + .sentence::before { content: " "; }
 mark { background: #fde68a; color: inherit; }
 .passage { white-space: pre-wrap; background: #f5f5f4; padding: .5rem; }
+.document { max-height: 24rem; overflow: auto; }
 pre { white-space: pre-wrap; font-size: .85rem; }
 h3 { font-size: 1rem; margin-bottom: .2rem; }
 </style>

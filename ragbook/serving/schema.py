@@ -49,6 +49,17 @@ SCHEMA = {
                                      "additionalProperties": _VALUES,
                                      "description": "narrows the server's scope (per API "
                                      "key, or server-wide); asking for more is 403"}}},
+        "DocumentRequest": {"type": "object", "required": ["doc_id"],
+                            "additionalProperties": False, "properties": {
+                                "doc_id": {"type": "string", "minLength": 1},
+                                "scope": {"type": "object", "minProperties": 1,
+                                          "additionalProperties": _VALUES}}},
+        "Document": {"type": "object", "required": ["doc_id", "segments"], "properties": {
+            "doc_id": {"type": "string"},
+            "segments": {"type": "array", "description": "[start, text] runs of the "
+                         "document's text as the index holds it (offsets are the document's, "
+                         "as answer_span's)", "items": {"type": "array", "prefixItems": [
+                             {"type": "integer"}, {"type": "string"}]}}}},
         "Hit": _HIT, "Result": _RESULT, "Error": _ERROR,
         "Explained": {"type": "object", "required": ["result", "explanations"], "properties": {
             "result": {"$ref": "#/$defs/Result"},
@@ -67,8 +78,12 @@ SCHEMA = {
                          "'result' event (a Result); or an 'error' event ({\"message\"})"},
         "POST /explain": {"request": {"$ref": "#/$defs/AskRequest"},
                           "response": {"$ref": "#/$defs/Explained"}},
+        "POST /document": {"request": {"$ref": "#/$defs/DocumentRequest"},
+                           "response": {"$ref": "#/$defs/Document"},
+                           "404": "no such document in the server's scope"},
         "errors": {"response": {"$ref": "#/$defs/Error"}, "statuses": {
             "400": "malformed request", "401": "missing or unknown API key",
+            "404": "no such document in scope",
             "403": "foreign Origin, or a scope wider than the server grants",
             "408": "body too slow", "413": "body too large", "415": "not application/json",
             "421": "Host is not this server", "431": "headers too large",

@@ -76,6 +76,12 @@ def test_the_page_streams_the_answer_and_highlights_the_cited_span(page, served,
         mark = page.locator("mark:focus")
         expect(mark).to_have_count(1)
         assert mark.text_content() == cited == want.answer.text
+        # and in its whole document: the same words marked, at the document's own offsets
+        page.get_by_role("button", name="Show in the document").first.click()
+        view = page.get_by_label(f"the document {doc}")
+        expect(view.locator("mark:focus")).to_have_text(cited)
+        shown = view.text_content()
+        assert shown.strip() == hc.doc(doc).text.strip()
         page.locator("#question").focus()
     assert answered >= 3 and escalated >= 1
     # an answered question: why did its first source score what it did?
