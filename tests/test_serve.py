@@ -351,6 +351,19 @@ def test_settings_are_checked():
 
 
 # -- the command line ------------------------------------------------------------------------
+def test_ragbook_serve_errors_are_one_line(tmp_path, capsys):
+    from ragbook.cli import main
+
+    assert main(["serve", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ragbook: error: ") and "ragbook index SRC --out" in err
+    assert "\n" not in err
+    assert main(["serve", str(tmp_path), "--scope", "access"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["serve", str(tmp_path), "--scope", "a=x", "--scope", "a=y"]) == 2
+    assert "names a KEY twice" in capsys.readouterr().err
+
+
 def test_ragbook_serve_starts_a_server_in_its_scope(index, tmp_path):
     """``python -m ragbook serve INDEX --port 0 --scope access=public`` says where it serves
     and serves there, in that scope; Ctrl-C (SIGINT) stops it."""

@@ -322,7 +322,11 @@ class RagServer:
                           "mean it (and then give keys= or scope=)", UserWarning, stacklevel=2)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._sock = socket.create_server((host.strip("[]"), port), family=family)
-        self.policy = Policy(host=host, port=self._sock.getsockname()[1], **guards)
+        try:
+            self.policy = Policy(host=host, port=self._sock.getsockname()[1], **guards)
+        except BaseException:
+            self._sock.close()                # a refused setting leaves no port taken
+            raise
         self.app = build_app(pipeline, self.policy)
         config = uvicorn.Config(self.app, http=head_deadline(header_timeout), lifespan="off",
                                 log_level=log_level,
