@@ -118,6 +118,54 @@ def test_stream_sends_verified_sentences_then_the_same_result(server, pipeline, 
     assert kinds == {True, False}
 
 
+class Quoting:
+    """A scripted chat backend (the model, not what is tested here): it answers with the
+    first full sentence of passages 1 and 2, each citing its passage, sent 3 characters at
+    a time — so a generative reader releases the first verified sentence before the last."""
+
+    def reply(self, messages) -> str:
+        from ragbook.text import sentences
+
+        found = re.findall(r'<passage n="(\d+)" source="[^"]*">\n(.*?)\n</passage>',
+                           messages[-1]["content"], re.DOTALL)
+        said = {int(n): [x for x in sentences(text) if len(x.split()) >= 5
+                         and x.endswith(".") and not x.startswith(("#", "-", "|"))]
+                for n, text in found}
+        return " ".join(f"{said[n][0].rstrip('.')} [{n}]." for n in (1, 2) if said.get(n))
+
+    def generate(self, messages, max_new_tokens=None, stop=()):
+        return self.reply(messages)
+
+    def stream(self, messages, max_new_tokens=None, stop=()):
+        text = self.reply(messages)
+        for i in range(0, len(text), 3):
+            yield text[i:i + 3]
+
+
+def test_a_generative_answer_streams_sentence_by_sentence(index, hc):
+    """With a generative reader, ``/stream`` sends each sentence as ``Pipeline.stream``
+    releases it (several events, not one), then the ``Result`` ``Pipeline.ask`` gives."""
+    from ragbook import GenerativeReader, HybridRetriever, Pipeline
+
+    retriever = HybridRetriever.load(index)
+
+    def pipeline():
+        return Pipeline(retriever, reader=GenerativeReader(Quoting(), keep=3,
+                                                           scored_citations=False))
+    several = 0
+    with RagServer(pipeline()) as server:
+        for q in hc.split("dev")[:6]:
+            got = events(call(server, "POST", "/stream", {"question": q.text})[2])
+            streamed = pipeline().stream(q.text)
+            pieces = list(streamed)
+            assert [d["text"] for k, d in got if k == "sentence"] == pieces
+            assert got[-1][0] == "result"
+            assert same(got[-1][1]) == same(streamed.result.to_dict()) == \
+                same(pipeline().ask(q.text).to_dict())
+            several += len(pieces) >= 2
+    assert several >= 1
+
+
 def test_explain_gives_parts_that_add_up_for_each_source(server):
     status, _, text = call(server, "POST", "/explain", {"question": REFUND})
     assert status == 200, text
