@@ -13,8 +13,8 @@ Guards, as ``ChatServer``'s (``policy.Policy`` holds them; each refusal is JSON 
 - ``Origin``, when a browser sends one, must be loopback (or ``allowed_origins``), else 403;
 - POST bodies must be ``application/json`` (415: no cross-site form), at most
   ``max_body_bytes`` (413, counted as they arrive, chunked or not), arriving within
-  ``request_timeout`` (408); a request head over ``max_header_bytes`` is refused (431, or
-  uvicorn's own 400 when even its parser gives up);
+  ``request_timeout`` (408); a request head over ``max_header_bytes`` is refused (431; a
+  head arriving in pieces past twice that is cut by uvicorn's parser first: 400);
 - each question must be answered within ``deadline`` seconds, else 503 (one question runs
   at a time: the models are not re-entrant, so waiting for one counts);
 - ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it, 503; a request head
@@ -331,7 +331,7 @@ class RagServer:
         config = uvicorn.Config(self.app, http=head_deadline(header_timeout), lifespan="off",
                                 log_level=log_level,
                                 limit_concurrency=max_connections, timeout_keep_alive=5,
-                                h11_max_incomplete_event_size=self.policy.max_header_bytes)
+                                h11_max_incomplete_event_size=2 * self.policy.max_header_bytes)
         self._server, self._thread = uvicorn.Server(config), None
 
     @property
