@@ -188,6 +188,7 @@ button { font: inherit; padding: .4rem 1rem; margin-top: .5rem; }
 mark { background: #fde68a; color: inherit; }
 .passage { white-space: pre-wrap; background: #f5f5f4; padding: .5rem; }
 .document { max-height: 24rem; overflow: auto; }
+#sources li > a, #sources li > button { display: inline-block; margin: 0 1rem .5rem 0; }
 pre { white-space: pre-wrap; font-size: .85rem; }
 h3 { font-size: 1rem; margin-bottom: .2rem; }
 </style>
