@@ -61,12 +61,13 @@ demo: $(LAB_STAMP)
 	$(PY) -m ragbook index data/helpcentre/articles --out .ragbook-demo
 	$(PY) -m ragbook ask .ragbook-demo "how long is the refund window for enterprise contracts?"
 
-# Everything: package tests (real models, small data), every notebook under nbval,
-# the exercise checks, and last (tests/browser/conftest.py orders them, so the nbval runs
-# have filled the embedding cache) the real-browser tests of the widgets in JupyterLab.
-# pytest exits non-zero on a failure and when no test ran.
+# Everything: package tests (real models, small data), every chapter and worked solution
+# executed once with every printed number compared with the book's ledger (tests/test_book.py,
+# docs/ledger.json), the exercise checks on the same runs, and last (tests/browser/conftest.py
+# orders them, so the notebook runs have filled the embedding cache) the real-browser tests of
+# the widgets in JupyterLab. pytest exits non-zero on a failure and when no test ran.
 test: setup lint
-	$(PYTEST) tests notebooks solutions --nbval-lax --durations=15
+	$(PYTEST) tests --durations=15
 
 # The pinned rule set lives in pyproject.toml ([tool.ruff.lint]).
 lint: setup
@@ -81,7 +82,8 @@ test-fast: setup
 	$(PYTEST) tests -m "not slow"
 
 # Execute every chapter into docs/rendered/ (outputs and plots a learner can read before
-# running anything); tests/test_rendered.py fails when that copy is stale. Commit the result.
+# running anything) and record every chapter's and solution's printed numbers in
+# docs/ledger.json; tests/test_rendered.py fails when either is stale. Commit the result.
 render: setup
 	$(PY) tools/render.py
 

@@ -9,6 +9,9 @@ And the furniture many test files share, built once per session:
   name, built once per list — by default ``SIX_ARTICLES``;
 * ``six_questions``: one labelled question per ``SIX_ARTICLES`` article, as ``(id, text,
   gold)`` triples and as the JSONL file ``ragbook eval`` and ``ragbook tune`` read;
+* ``executed(path)``: a chapter or solution notebook executed once per session (as
+  tools/render.py runs it), shared by the number ledger (test_book.py) and the graders'
+  checks (test_exercises.py), so no notebook runs twice;
 * ``@pytest.mark.needs_milvus``: skips a test unless pymilvus and Milvus Lite are installed.
 
 Shared means read-only: search them, wrap them, slice them. A test that changes what it is
@@ -114,3 +117,30 @@ def six_questions(tmp_path):
     path.write_text("".join(json.dumps({"id": q, "question": t, "gold": [g]}) + "\n"
                             for q, t, g in SIX_QUESTIONS))
     return SIX_QUESTIONS, path
+
+
+@pytest.fixture(scope="session")
+def executed():
+    """``executed(path)``: the notebook at ``path`` run top to bottom in its own folder and
+    cleaned as tools/render.py cleans a rendered chapter; each path runs once per session
+    (a notebook that raised raises the same error to every test that asks for it)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import render
+
+    runs: dict = {}
+
+    def run(path):
+        key = Path(path).resolve()
+        if key not in runs:
+            try:
+                runs[key] = render.execute(key, timeout=1800)[0]
+            except Exception as err:  # noqa: BLE001 - kept to re-raise to every asker
+                runs[key] = err
+        if isinstance(runs[key], Exception):
+            raise runs[key]
+        return runs[key]
+
+    return run

@@ -41,6 +41,11 @@ def run_notebook(path: Path) -> dict[str, list[str]]:
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    return reports_of(nb)
+
+
+def reports_of(nb) -> dict[str, list[str]]:
+    """{exercise name: [report statuses]} from an executed notebook's printed output."""
     text = "\n".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
                      for out in cell.get("outputs", []) if out.get("output_type") == "stream")
     reports: dict[str, list[str]] = {}
@@ -84,8 +89,10 @@ def test_exercise_notebook_reports_not_implemented(name):
 
 
 @pytest.mark.parametrize("name", [p.name for p in SOLUTIONS])
-def test_solution_notebook_passes(name):
-    reports = run_notebook(ROOT / "solutions" / name)
+def test_solution_notebook_passes(name, executed):
+    """The worked solutions pass, read from the same run the number ledger checks
+    (tests/test_book.py): each solution notebook is executed once per session."""
+    reports = reports_of(executed(ROOT / "solutions" / name))
     assert set(reports) == CHAPTERS[name]
     wrong = {n: s for n, s in reports.items() if s != ["PASSED"] * len(s)}
     assert not wrong, f"worked solutions that do not pass: {wrong}"

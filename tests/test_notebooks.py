@@ -1,5 +1,5 @@
 """Notebook hygiene: each .ipynb matches its paired .py source, stores no outputs, and
-holds no machine paths. (nbval runs the notebooks themselves: see the Makefile.)"""
+holds no machine paths. (tests/test_book.py runs the notebooks and checks their numbers.)"""
 import re
 from pathlib import Path
 

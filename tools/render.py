@@ -10,6 +10,12 @@ fails when a chapter's cells or the code behind them changed since it was render
     python tools/render.py                 # execute every chapter (warm cache: ~10 min)
     python tools/render.py 04 05           # only these chapters
     python tools/render.py --check         # exit 1 if docs/rendered/ is stale
+    python tools/render.py --solutions     # only the worked solutions' ledger entries
+
+Rendering also records the book's number ledger (docs/ledger.json, tools/ledger.py): the
+numbers every chapter and every worked solution printed, which tests/test_book.py compares
+with a fresh run on every `make test`. Solutions are executed for the ledger only (their
+outputs are not kept: the chapters are the book).
 
 Outputs are made reviewable: the repository's and the home folder's paths are replaced by
 `.` and `~`, execution timestamps are dropped, and widget state is not stored (a dashboard
@@ -26,10 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import ledger
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "notebooks"
+SOLUTIONS = ROOT / "solutions"
 RENDERED = ROOT / "docs" / "rendered"
 KEY = "ragbook_render"
 MACHINE_PATH = re.compile(r"/(?:root|home|work|tmp)/\w")
@@ -101,25 +109,42 @@ except OSError:
 print(kib // 1024)"""
 
 
-def render(path: Path, code: str, timeout: int) -> tuple[float, int]:
-    """Execute one chapter into docs/rendered/: (seconds, the kernel's peak RSS in MiB)."""
+def execute(path: Path, timeout: int, peak: bool = False, env: dict | None = None):
+    """Run a notebook in its own folder as the book's readers and tests do (no progress-bar
+    widgets; ``env`` adds to the kernel's environment); return it executed and cleaned, with
+    (seconds, peak RSS in MiB or None)."""
     from nbclient import NotebookClient
 
-    os.environ.update(QUIET)
-
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS))
+    if peak:
+        nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS))
     started = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+                   resources={"metadata": {"path": str(path.parent)}}).execute(
+                       env={**os.environ, **QUIET, **(env or {})})
     seconds = time.perf_counter() - started
-    peak_mib = int(nb.cells.pop().outputs[0]["text"])
+    peak_mib = int(nb.cells.pop().outputs[0]["text"]) if peak else None
     clean(nb)
+    return nb, seconds, peak_mib
+
+
+def render(path: Path, code: str, timeout: int) -> tuple[float, int]:
+    """Execute one chapter into docs/rendered/ and record its ledger entry: (seconds, the
+    kernel's peak RSS in MiB)."""
+    nb, seconds, peak_mib = execute(path, timeout, peak=True)
     nb.metadata.pop("jupytext", None)
     nb.metadata[KEY] = {"digest": digest(nb, code), "source": f"notebooks/{path.name}"}
     RENDERED.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, RENDERED / path.name)
+    ledger.store(f"notebooks/{path.name}", digest(nb, code), ledger.record(nb))
     return seconds, peak_mib
+
+
+def record_solution(path: Path, code: str, timeout: int) -> float:
+    """Execute one worked solution and record its ledger entry (outputs not kept)."""
+    nb, seconds, _ = execute(path, timeout)
+    ledger.store(f"solutions/{path.name}", digest(nb, code), ledger.record(nb))
+    return seconds
 
 
 def stale(code: str) -> list[str]:
@@ -136,6 +161,13 @@ def stale(code: str) -> list[str]:
         elif rendered.metadata.get(KEY, {}).get("digest") != digest(source, code):
             problems.append(f"{target.name}: rendered from older code or data than the current "
                             "ragbook/, data/ or pyproject.toml")
+    recorded = ledger.load().get("notebooks", {})
+    for path in [*sorted(SOURCES.glob("[0-9][0-9]-*.ipynb")),
+                 *sorted(SOLUTIONS.glob("[0-9][0-9]-*.ipynb"))]:
+        name = f"{path.parent.name}/{path.name}"
+        if recorded.get(name, {}).get("digest") != digest(nbformat.read(path, as_version=4), code):
+            problems.append(f"docs/ledger.json: the entry of {name} is missing or older than "
+                            "its cells, ragbook/, data/ or pyproject.toml")
     extra = {p.name for p in RENDERED.glob("*.ipynb")} - {p.name for p in SOURCES.glob("*.ipynb")}
     problems += [f"{name}: no such chapter in notebooks/ any more; delete it"
                  for name in sorted(extra)]
@@ -146,6 +178,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("chapters", nargs="*", help="chapter numbers (e.g. 04); default: all")
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/rendered/ is stale")
+    ap.add_argument("--solutions", action="store_true",
+                    help="only record the worked solutions' ledger entries")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     args = ap.parse_args()
     code = code_digest()
@@ -154,9 +188,9 @@ def main() -> int:
         for line in problems:
             print(f"stale: {line}")
         if problems:
-            print("run `make render` and commit docs/rendered/")
+            print("run `make render` and commit docs/rendered/ and docs/ledger.json")
         return 1 if problems else 0
-    paths = sorted(SOURCES.glob("[0-9][0-9]-*.ipynb"))
+    paths = [] if args.solutions else sorted(SOURCES.glob("[0-9][0-9]-*.ipynb"))
     if args.chapters:
         paths = [p for p in paths if p.name[:2] in args.chapters]
         if not paths:
@@ -168,6 +202,11 @@ def main() -> int:
         seconds, peak_mib = render(path, code, args.timeout)
         print(f"  {seconds:.0f} s, kernel peak RSS {peak_mib:,} MiB -> docs/rendered/{path.name}",
               flush=True)
+    if args.solutions or not args.chapters:
+        for path in sorted(SOLUTIONS.glob("[0-9][0-9]-*.ipynb")):
+            print(f"recording solutions/{path.name} ...", flush=True)
+            print(f"  {record_solution(path, code, args.timeout):.0f} s -> docs/ledger.json",
+                  flush=True)
     return 0
 
 

@@ -41,8 +41,9 @@ ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Excepti
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the browser tests last, whatever the command line: by then the notebooks' nbval
-    runs in the same session have filled the embedding cache, so each chapter opens fast."""
+    """Run the browser tests last, whatever the command line: by then the notebook runs in
+    the same session (tests/test_book.py) have filled the embedding cache, so each chapter
+    opens fast."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
