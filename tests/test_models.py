@@ -136,7 +136,9 @@ def test_standard_profile_without_network_fails_fast_with_the_fix():
 def test_no_import_circle_hidden_in_functions():
     """models <-> embeddings <-> rerank imported each other in a circle, dodged by 16
     imports inside functions. Now models imports no ragbook module, and every import of a
-    ragbook module sits at the top of its file (functions import only heavy libraries)."""
+    ragbook module sits at the top of its file (functions import only heavy libraries — and
+    ``serving``, whose top imports Starlette and uvicorn, the optional ``serve`` extra, so a
+    plain install can still import ragbook and its CLI)."""
     import ast
     from pathlib import Path
 
@@ -148,6 +150,6 @@ def test_no_import_circle_hidden_in_functions():
             if isinstance(node, ast.ImportFrom) and node.level > 0:
                 if path.name == "models.py":
                     hidden.append(f"{path.name}: from {'.' * node.level}{node.module}")
-                elif node not in tree.body:
+                elif node not in tree.body and not (node.module or "").startswith("serving"):
                     hidden.append(f"{path.name}:{node.lineno}")
     assert hidden == []

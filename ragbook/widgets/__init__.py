@@ -10,7 +10,9 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``threshold_explorer(exp)``-> ``threshold_counts`` / ``threshold_curve`` (chapter 9)
 * ``window_explorer(sweep)`` -> ``WindowSweep.stats(window)``        (chapter 10)
 
-ipywidgets and matplotlib are imported only when a widget is built. One module per stretch
+Every dashboard is wired by ``view.dashboard``: its numbers are a readout in widget state,
+so the last slider setting's text always wins. ipywidgets and matplotlib are imported only
+when a widget is built. One module per stretch
 of the book: ``basics`` (chapters 0-3), ``ranking`` (5-6), ``decisions`` (9-10).
 """
 from .basics import (

@@ -12,6 +12,7 @@ import numpy as np
 from .. import chunking, cost, evaluate, similarity
 from ..figures import vectors_2d
 from ..types import Document
+from .view import dashboard
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
            "similarity_rankings", "polar", "similarity_playground", "TopK", "topk_explorer"]
@@ -62,16 +63,8 @@ def cost_explorer():
                                 description="parallel"),
         k=W.IntSlider(value=d.k, min=1, max=50, step=1, description="k"),
     )
-    out = W.Output()
-
-    def show(**values):
-        out.clear_output(wait=True)
-        with out:
-            print(cost_table(**values))
-
-    W.interactive_output(show, sliders)
-    show(**{k: s.value for k, s in sliders.items()})
-    return W.VBox([W.HBox(list(sliders.values())[:3]), W.HBox(list(sliders.values())[3:]), out])
+    row = list(sliders.values())
+    return dashboard(sliders, cost_table, rows=[W.HBox(row[:3]), W.HBox(row[3:])])
 
 
 # -- chapter 1: chunking -------------------------------------------------------------------
@@ -140,18 +133,13 @@ def chunking_explorer(experiment: ChunkingExperiment):
                              description="size (tok)")
     overlap = W.SelectionSlider(options=[(f"{o:.0%}", o) for o in experiment.overlaps],
                                 value=experiment.overlaps[1], description="overlap")
-    out = W.Output()
 
-    def show(size, overlap):
-        out.clear_output(wait=True)
+    def text(size, overlap):
         s = experiment.stats(size, overlap)
-        with out:
-            print(f"{s['chunks']:,} chunks  (+{s['premium']:.0%} vs no overlap)   "
-                  f"recall@{experiment.k} = {s[f'recall@{experiment.k}']:.3f}")
+        return (f"{s['chunks']:,} chunks  (+{s['premium']:.0%} vs no overlap)   "
+                f"recall@{experiment.k} = {s[f'recall@{experiment.k}']:.3f}")
 
-    W.interactive_output(show, {"size": size, "overlap": overlap})
-    show(size.value, overlap.value)
-    return W.VBox([W.HBox([size, overlap]), out])
+    return dashboard({"size": size, "overlap": overlap}, text)
 
 
 # -- chapter 2: similarity -----------------------------------------------------------------
@@ -187,23 +175,22 @@ def similarity_playground():
                                                 description=f"{name} angle")
         controls[f"{name}_length"] = W.FloatSlider(value=ln, min=0.1, max=4, step=0.1,
                                                    description=f"{name} length")
-    out = W.Output()
 
-    def show(**v):
-        q = polar(v["query_angle"], v["query_length"])
-        docs = [polar(v[f"{n}_angle"], v[f"{n}_length"]) for n in "ABC"]
-        ranks = similarity_rankings(q, docs)
-        out.clear_output(wait=True)
-        with out:
-            vectors_2d(q, docs)
-            plt.show()
-            for metric, order in ranks.items():
-                print(f"{metric:10s} " + " > ".join("ABC"[i] for i in order))
+    def vectors(v):
+        return (polar(v["query_angle"], v["query_length"]),
+                [polar(v[f"{n}_angle"], v[f"{n}_length"]) for n in "ABC"])
 
-    W.interactive_output(show, controls)
-    show(**{k: c.value for k, c in controls.items()})
+    def text(**v):
+        ranks = similarity_rankings(*vectors(v))
+        return "\n".join(f"{metric:10s} " + " > ".join("ABC"[i] for i in order)
+                         for metric, order in ranks.items())
+
+    def draw(**v):
+        vectors_2d(*vectors(v))
+        plt.show()
+
     rows = [W.HBox([controls[f"{n}_angle"], controls[f"{n}_length"]]) for n in spec]
-    return W.VBox(rows + [out])
+    return dashboard(controls, text, rows=rows, draw=draw)
 
 
 # -- chapter 3: top-k ----------------------------------------------------------------------
@@ -251,17 +238,13 @@ def topk_explorer(topk: TopK):
     k = W.SelectionSlider(options=[1, 3, 5, 10, 20, 50], value=5, description="k")
     qid = W.Dropdown(options=[(f"{q}: {t[:60]}", q) for q, t in topk.questions.items()],
                      description="question", layout=W.Layout(width="90%"))
-    out = W.Output()
 
-    def show(k, qid):
-        out.clear_output(wait=True)
+    def text(k, qid):
         s = topk.stats(k)
-        with out:
-            print(f"recall@{k} = {s[f'recall@{k}']:.3f}, "
-                  f"context = {s['context_tokens']:.0f} tokens on average")
-            for rank, score, doc, is_gold, words in topk.retrieved(qid, k):
-                print(f"{'*' if is_gold else ' '} {rank:2d}. {score:.3f} {doc:36s} {words}")
+        lines = [f"recall@{k} = {s[f'recall@{k}']:.3f}, "
+                 f"context = {s['context_tokens']:.0f} tokens on average"]
+        lines += [f"{'*' if is_gold else ' '} {rank:2d}. {score:.3f} {doc:36s} {words}"
+                  for rank, score, doc, is_gold, words in topk.retrieved(qid, k)]
+        return "\n".join(lines)
 
-    W.interactive_output(show, {"k": k, "qid": qid})
-    show(k.value, qid.value)
-    return W.VBox([k, qid, out])
+    return dashboard({"k": k, "qid": qid}, text, rows=[k, qid])

@@ -14,6 +14,7 @@ from ..checks import check_k
 from ..expansion import SentenceWindowRetriever
 from ..result import count_outcomes
 from ..types import Document
+from .view import dashboard
 
 __all__ = ["varied", "threshold_counts", "threshold_curve", "ThresholdExplorer",
            "threshold_explorer", "WindowSweep", "window_explorer"]
@@ -146,24 +147,24 @@ def threshold_explorer(explorer: ThresholdExplorer):
         controls["min_rerank_score"] = slider(
             [float(x) for x in np.linspace(lo, hi, 21)],
             p.reranker.min_rerank_score, ".3f", "rerank ≥")
-    out = W.Output()
 
-    def show(**values):
-        values = {k: None if v == "off" else v for k, v in values.items()}
-        s = explorer.stats(**values)
-        out.clear_output(wait=True)
-        with out:
-            print(f"right {s['right']} / wrong {s['wrong']} / escalated {s['escalated']} "
-                  f"of {s['n']} questions")
-            fig, ax = plt.subplots(figsize=(7, 3.2))
-            explorer.plot(values["min_confidence"], values.get("min_span_score", "pipeline"),
-                          values.get("min_rerank_score", "pipeline"), ax=ax)
-            plt.show()
-            plt.close(fig)
+    def settings(values):
+        return {k: None if v == "off" else v for k, v in values.items()}
 
-    W.interactive_output(show, controls)
-    show(**{k: c.value for k, c in controls.items()})
-    return W.VBox([W.HBox(list(controls.values())), out])
+    def text(**values):
+        s = explorer.stats(**settings(values))
+        return (f"right {s['right']} / wrong {s['wrong']} / escalated {s['escalated']} "
+                f"of {s['n']} questions")
+
+    def draw(**values):
+        values = settings(values)
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        explorer.plot(values["min_confidence"], values.get("min_span_score", "pipeline"),
+                      values.get("min_rerank_score", "pipeline"), ax=ax)
+        plt.show()
+        plt.close(fig)
+
+    return dashboard(controls, text, draw=draw)
 
 
 # -- chapter 10: the sentence window -------------------------------------------------------
@@ -206,15 +207,10 @@ def window_explorer(sweep: WindowSweep, largest: int = 6):
     import ipywidgets as W
 
     n = W.IntSlider(value=3, min=0, max=largest, description="± sentences")
-    out = W.Output()
 
-    def show(n):
+    def text(n):
         s = sweep.stats(n)
-        out.clear_output(wait=True)
-        with out:
-            print(f"±{n}: recall@{sweep.k} = {s[f'recall@{sweep.k}']:.3f}   answer in context "
-                  f"= {s['answer_in_context']:.3f}   {s['tokens']:.0f} tokens per question")
+        return (f"±{n}: recall@{sweep.k} = {s[f'recall@{sweep.k}']:.3f}   answer in context "
+                f"= {s['answer_in_context']:.3f}   {s['tokens']:.0f} tokens per question")
 
-    W.interactive_output(show, {"n": n})
-    show(n.value)
-    return W.VBox([n, out])
+    return dashboard({"n": n}, text, rows=[n])

@@ -10,6 +10,7 @@ import numpy as np
 from .. import evaluate
 from ..checks import check_k
 from ..fusion import reciprocal_rank_fusion
+from .view import dashboard
 
 __all__ = ["FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
 
@@ -45,17 +46,12 @@ def fusion_explorer(grid: FusionGrid):
 
     k = W.SelectionSlider(options=[0, 1, 5, 10, 30, 60, 100, 300], value=60, description="RRF k")
     depth = W.SelectionSlider(options=[5, 10, 25, 50, 100], value=100, description="depth")
-    out = W.Output()
 
-    def show(k, depth):
-        out.clear_output(wait=True)
+    def text(k, depth):
         s = grid.stats(k, depth)
-        with out:
-            print(f"recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}")
+        return f"recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}"
 
-    W.interactive_output(show, {"k": k, "depth": depth})
-    show(k.value, depth.value)
-    return W.VBox([W.HBox([k, depth]), out])
+    return dashboard({"k": k, "depth": depth}, text)
 
 
 # -- chapter 6: reranking budget -----------------------------------------------------------
@@ -91,15 +87,10 @@ def rerank_explorer(budget: RerankBudget, options=(5, 10, 20, 30, 50)):
 
     n = W.SelectionSlider(options=list(options), value=options[len(options) // 2],
                           description="candidates")
-    out = W.Output()
 
-    def show(n):
-        out.clear_output(wait=True)
+    def text(n):
         s = budget.stats(n)
-        with out:
-            print(f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   "
-                  f"MRR@10 = {s['mrr@10']:.3f}")
+        return (f"{s['ms_per_query']:.0f} ms/query   recall@5 = {s['recall@5']:.3f}   "
+                f"MRR@10 = {s['mrr@10']:.3f}")
 
-    W.interactive_output(show, {"n": n})
-    show(n.value)
-    return W.VBox([n, out])
+    return dashboard({"n": n}, text, rows=[n])

@@ -277,7 +277,10 @@ def lab_server(tmp_path_factory, chromium_path):
 
 
 @pytest.fixture(scope="session")
-def browser(chromium_path, lab_server):
+def browser(chromium_path):
+    """The one Chromium of the session: Playwright's sync API runs an event loop for as long
+    as it is open, and a second ``sync_playwright()`` in the same process refuses to start —
+    so every browser test (the lab's and ``ragbook serve``'s page) opens contexts on this."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

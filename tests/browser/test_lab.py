@@ -18,6 +18,8 @@ import pytest
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
+from ragbook.widgets.view import READOUT_CLASS  # noqa: E402
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +33,7 @@ def dashboard(lab):
 
 
 def printed(widget) -> str:
-    return widget.locator(".widget-output").inner_text().strip()
+    return widget.locator(f".{READOUT_CLASS}").inner_text().strip()
 
 
 def settled(lab, widget, want, view=lambda text: text, timeout_s: float = 60):

@@ -16,8 +16,6 @@ from ragbook.serving.app import RagServer, pipeline_for  # noqa: E402
 pytestmark = [pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -30,20 +28,16 @@ def served(article_index):
 
 
 @pytest.fixture
-def page(chromium_path, served):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, headless=True, args=ARGS)
-        context = browser.new_context()
-        context.set_default_timeout(60_000)
-        errors = []
-        tab = context.new_page()
-        tab.on("pageerror", lambda err: errors.append(str(err)))
-        tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        yield tab
-        browser.close()
-        assert not errors, errors          # no script error, no CSP violation
+def page(browser, served):
+    context = browser.new_context()
+    context.set_default_timeout(60_000)
+    errors = []
+    tab = context.new_page()
+    tab.on("pageerror", lambda err: errors.append(str(err)))
+    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    yield tab
+    context.close()
+    assert not errors, errors          # no script error, no CSP violation
 
 
 def test_the_page_streams_the_answer_and_highlights_the_cited_span(page, served, hc):
