@@ -501,6 +501,23 @@ try:
 except IndexDriftError as err:
     print("IndexDriftError:", err)
 
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Deep dive · Why this hit?
+#
+# A fused score is a sum you can take apart: one `weight / (rrf_k + rank)` per channel that
+# ranked the passage, and behind each rank that channel's own reason — the cosine of the
+# embedded query and passage, or BM25's contribution of each query term (tf, idf and the
+# length norm). `ragbook.explain` hands out those parts (they add up to the score; `ragbook
+# ask --explain` prints the same), and the explorer shows them for any question and rank.
+# Try a hit that only one channel found: its fused score is that channel's part alone.
+
+# %%
+from ragbook.widgets import why_explorer, why_hit
+
+why_questions = {q.id: q.standalone for q in hc.split("test") if q.gold}
+print(why_hit(hc_hybrid, next(iter(why_questions.values())), rank=1))
+why_explorer(hc_hybrid, why_questions)
+
 # %% [markdown]
 # ## Try it: `rrf_k` and the channel depth
 #

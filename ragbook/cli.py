@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "tune' or 'calibrate' wrote for this index (refused for another index)")
     p.add_argument("--explain", action="store_true", help="under the sources, print why each "
                    "scored what it did: the parts (query terms, channels, token alignments) "
-                   "that add up to its score, and the scope/filter conditions it met")
+                   "that add up to its score, and the scope/filter conditions it met; with "
+                   "--json, as a list per source under \"explanations\"")
     p.set_defaults(run=_ask)
 
     p = command("serve", "serve an index over HTTP: a page, and ask/stream/explain as JSON",
@@ -373,6 +374,8 @@ def _ask(args) -> int:
         result = pipeline.ask(args.question, scope=scope)
     out = result.to_dict()
     if args.json:
+        if args.explain:                          # one list per source, as serve's /explain
+            out["explanations"] = commands.explanations(pipeline, result)
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if out["escalated"]:

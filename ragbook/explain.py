@@ -64,6 +64,13 @@ class Explanation:
         """The sum of the parts (equals ``score`` up to rounding)."""
         return sum(p.value for p in self.parts)
 
+    def to_dict(self) -> dict:
+        """As JSON (``ragbook ask --explain --json``, ``ragbook serve``'s ``/explain``): stage,
+        hit id, score, parts (name, value, detail), detail, and ``text()``."""
+        return {"stage": self.stage, "hit_id": self.hit_id, "score": float(self.score),
+                "parts": [{"name": p.name, "value": float(p.value), "detail": dict(p.detail)}
+                          for p in self.parts], "detail": dict(self.detail), "text": self.text()}
+
     def text(self) -> str:
         """One line for the hit, one indented line per part."""
         lines = [f"{self.stage} {self.hit_id}: {self.score:.4f} = sum of {len(self.parts)} parts"]

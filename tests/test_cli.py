@@ -208,6 +208,24 @@ def test_ask_explain_prints_why_each_source_scored(pipeline, index, capsys):
     assert why.splitlines() == explain_lines(asked, asked.ask(REFUND))[1:]
 
 
+def test_ask_explain_json_lists_each_sources_parts(index, capsys):
+    """--explain --json adds, per source, the explanations as JSON: their parts add up to
+    the score, the RRF one's score is the source's fused score, and the text is the one
+    --explain prints; plain --json has no such key."""
+    code, out, _ = run(capsys, "ask", index, REFUND, "--json")
+    assert code == 0 and "explanations" not in json.loads(out)
+    code, out, _ = run(capsys, "ask", index, REFUND, "--json", "--explain")
+    shell = json.loads(out)
+    assert code == 0 and len(shell["explanations"]) == len(shell["sources"]) > 0
+    for source, whys in zip(shell["sources"], shell["explanations"], strict=True):
+        rrf, flt = whys
+        assert (rrf["stage"], rrf["hit_id"], flt["stage"]) == ("rrf", source["id"], "filter")
+        assert abs(sum(p["value"] for p in rrf["parts"]) - rrf["score"]) <= 1e-9
+        assert abs(rrf["score"] - source["score"]) <= 1e-9
+        assert {p["name"] for p in rrf["parts"]} <= {"dense", "bm25"}
+        assert rrf["text"].startswith(f"rrf {source['id']}: ")
+
+
 def test_ask_min_span_score_is_the_readers_floor(pipeline, index, capsys):
     code, out, _ = run(capsys, "ask", index, REFUND, "--min-span-score", "0.99")
     assert code == 0 and out.startswith("escalated: reader_abstained"), out

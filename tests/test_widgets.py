@@ -1,4 +1,6 @@
 """The pure functions behind the widgets, and that each widget builds."""
+import re
+
 import pytest
 
 from ragbook import Encoder
@@ -234,3 +236,36 @@ def test_a_readout_shows_the_last_setting_however_fast_the_controls_move(small_e
     overlap.value = overlap.options[-1][1]
     stats = small_experiment.stats(size.value, overlap.value)
     assert f"{stats['chunks']:,} chunks" in html.unescape(readout.value)
+
+
+def test_why_hit_explains_each_hit_with_parts_that_add_up(billing_hybrid):
+    """Chapter 5's "why this hit?": for every rank of a question's top 5, the RRF line's
+    score is the hit's fused score and its channel parts add up to it; each channel that
+    ranked the hit gives its own reason (BM25's terms add up to BM25's score), and the
+    explorer's readout is exactly why_hit for the setting chosen last."""
+    import html
+
+    from ragbook.widgets import why_explorer, why_hit
+
+    hybrid, qs, _ = billing_hybrid
+    q = qs[0].standalone
+    hits = hybrid.search(q, k=5)
+    for rank, hit in enumerate(hits, 1):
+        text = why_hit(hybrid, q, rank)
+        head = re.match(rf"rrf {re.escape(hit.id)}: (\S+) = sum of (\d) parts", text)
+        assert head and abs(float(head[1]) - hit.score) < 5e-5, text
+        channels = re.findall(r"^  (dense|bm25): \+(\S+)", text, re.M)
+        assert abs(sum(float(v) for _, v in channels) - hit.score) < 2e-4
+        for name, _ in channels:
+            assert re.search(rf"^{name} rank \d+, because:$", text, re.M), text
+        bm25 = re.search(r"^bm25 \S+: (\S+) = sum of \d+ parts\n((?:  .*\n?)*)", text, re.M)
+        if bm25:
+            terms = [float(v) for v in re.findall(r"^  \S+: \+(\S+)", bm25[2], re.M)]
+            assert abs(sum(terms) - float(bm25[1])) < 5e-4 * len(terms)
+    with pytest.raises(ValueError, match="choose a rank from 1 to 5"):
+        why_hit(hybrid, q, 6)
+    widget = why_explorer(hybrid, {x.id: x.standalone for x in qs[:3]})
+    question, rank = widget.children[:2]
+    question.value, rank.value = qs[2].id, 4
+    assert html.unescape(widget.children[-1].value) == (
+        f"<pre>{why_hit(hybrid, qs[2].standalone, 4)}</pre>")

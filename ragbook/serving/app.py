@@ -146,7 +146,7 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
 
         def work():
             result = pipeline.ask(question, scope=scope)
-            why = [[plain(_explanation(e)) for e in es]
+            why = [[plain(e.to_dict()) for e in es]
                    for es in explain_result(pipeline, result)]
             return {"result": result.to_dict(), "explanations": why}
         return JSONResponse(await answer(work))
@@ -263,13 +263,6 @@ def document_segments(items, doc_id: str, scope) -> list[list]:
         else:
             segments.append([item["start"], item["text"]])
     return segments
-
-
-def _explanation(e) -> dict:
-    """An ``explain.Explanation`` as JSON: its stage, hit, score, parts and detail."""
-    return {"stage": e.stage, "hit_id": e.hit_id, "score": float(e.score),
-            "parts": [{"name": p.name, "value": float(p.value), "detail": dict(p.detail)}
-                      for p in e.parts], "detail": dict(e.detail), "text": e.text()}
 
 
 def head_deadline(seconds: float) -> type[H11Protocol]:

@@ -6,6 +6,7 @@ pure function that the tests call directly, so what a slider shows is tested cod
 * ``similarity_playground()``-> ``similarity_rankings(query, docs)``  (chapter 2)
 * ``topk_explorer(topk)``    -> ``TopK.stats(k)`` / ``TopK.retrieved(qid, k)`` (chapter 3)
 * ``fusion_explorer(grid)``  -> ``FusionGrid.stats(rrf_k, depth)``    (chapter 5)
+* ``why_explorer(hybrid, qs)``-> ``why_hit(hybrid, query, rank)``     (chapter 5)
 * ``rerank_explorer(budget)``-> ``RerankBudget.stats(candidates)``   (chapter 6)
 * ``threshold_explorer(exp)``-> ``threshold_counts`` / ``threshold_curve`` (chapter 9)
 * ``window_explorer(sweep)`` -> ``WindowSweep.stats(window)``        (chapter 10)
@@ -40,10 +41,12 @@ from .ranking import (
     RerankBudget,
     fusion_explorer,
     rerank_explorer,
+    why_explorer,
+    why_hit,
 )
 
 __all__ = ["cost_table", "cost_explorer", "ChunkingExperiment", "chunking_explorer",
            "similarity_rankings", "similarity_playground", "polar", "TopK", "topk_explorer",
            "FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer", "threshold_counts",
            "threshold_curve", "ThresholdExplorer", "threshold_explorer", "varied", "WindowSweep",
-           "window_explorer"]
+           "window_explorer", "why_hit", "why_explorer"]

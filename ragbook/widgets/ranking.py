@@ -1,4 +1,5 @@
-"""Chapters 5-6: the fusion grid (RRF constant x channel depth) and the rerank budget.
+"""Chapters 5-6: the fusion grid (RRF constant x channel depth), why a hybrid hit scored
+what it did, and the rerank budget.
 
 Each widget is a thin ipywidgets view over a pure function the tests call directly."""
 from __future__ import annotations
@@ -9,10 +10,12 @@ import numpy as np
 
 from .. import evaluate
 from ..checks import check_k
+from ..explain import explain_bm25, explain_dense, explain_rrf
 from ..fusion import reciprocal_rank_fusion
 from .view import dashboard
 
-__all__ = ["FusionGrid", "fusion_explorer", "RerankBudget", "rerank_explorer"]
+__all__ = ["FusionGrid", "fusion_explorer", "why_hit", "why_explorer", "RerankBudget",
+           "rerank_explorer"]
 
 
 # -- chapter 5: fusion ---------------------------------------------------------------------
@@ -52,6 +55,40 @@ def fusion_explorer(grid: FusionGrid):
         return f"recall@5 = {s['recall@5']:.3f}   MRR@10 = {s['mrr@10']:.3f}"
 
     return dashboard({"k": k, "depth": depth}, text)
+
+
+def why_hit(hybrid, query: str, rank: int = 1, k: int = 5) -> str:
+    """Why the hybrid's hit at ``rank`` (of its top ``k`` for ``query``) has its fused
+    score: the RRF parts, one per channel that ranked it (``explain.explain_rrf``), then each
+    channel's own reason — the dense cosine with the prefixes embedded, BM25's per-term
+    contributions — or the channel's depth it missed. The parts printed add up to each
+    score printed (``ragbook.explain``'s tests hold them to 1e-9)."""
+    hits = hybrid.search(query, k=check_k(k))
+    if not 1 <= rank <= len(hits):
+        raise ValueError(f"rank={rank!r} but the search returned {len(hits)} hits; "
+                         f"choose a rank from 1 to {len(hits)}")
+    hit = hits[rank - 1]
+    lines = [explain_rrf(hybrid, query, hit).text()]
+    for name, hits_in, index in zip(("dense", "bm25"), hybrid.channels(query),
+                                    (hybrid.dense, hybrid.bm25), strict=True):
+        found = next((h for h in hits_in if h.id == hit.id), None)
+        if found is None:
+            lines.append(f"{name}: not in its top {hybrid.depth}, so it adds nothing")
+        else:
+            why = explain_dense if name == "dense" else explain_bm25
+            lines.append(f"{name} rank {found.rank}, because:\n" + why(index, query, found).text())
+    return "\n".join(lines)
+
+
+def why_explorer(hybrid, questions: dict, k: int = 5):
+    """A question picker and a rank slider over ``why_hit``: ``questions`` maps id -> text."""
+    import ipywidgets as W
+
+    qid = W.Dropdown(options=[(f"{q}: {t[:60]}", q) for q, t in questions.items()],
+                     description="question", layout=W.Layout(width="90%"))
+    rank = W.IntSlider(value=1, min=1, max=k, description="hit rank")
+    return dashboard({"qid": qid, "rank": rank},
+                     lambda qid, rank: why_hit(hybrid, questions[qid], rank, k), rows=[qid, rank])
 
 
 # -- chapter 6: reranking budget -----------------------------------------------------------

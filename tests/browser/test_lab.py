@@ -25,9 +25,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def dashboard(lab):
-    """The chapter's dashboard (its one outermost widget box), once rendered."""
-    widget = lab.page.locator(".jp-OutputArea-output .widget-vbox").first
+def dashboard(lab, label: str | None = None):
+    """The chapter's dashboard (its first outermost widget box, or the first that shows
+    ``label`` where a chapter has more than one), once rendered."""
+    boxes = lab.page.locator(".jp-OutputArea-output .widget-vbox")
+    widget = (boxes if label is None else boxes.filter(has_text=re.compile(re.escape(label)))).first
     widget.wait_for(state="visible")
     return widget
 
@@ -188,7 +190,7 @@ def test_fusion_explorer_rrf_k_and_depth(lab, helpcentre):
     lab.open("notebooks/05-keyword-and-hybrid.ipynb")
     lab.run_all(timeout_s=300)
     lab.assert_ran_clean()
-    widget = dashboard(lab)
+    widget = dashboard(lab, "RRF k")
     before = printed(widget)
     assert shown(before) == expected(60, 100)
     lab.screenshot("05-before", show=widget)
