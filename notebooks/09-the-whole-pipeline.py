@@ -199,8 +199,10 @@ with tempfile.TemporaryDirectory() as tmp:
 assert back == asked
 record = json.loads(lines[0])
 print(f"{len(lines)} lines written and read back equal; one line holds: {', '.join(record)}")
-print(f"first line, {len(lines[0]):,} characters: answer {record['answer']!r}, "
-      f"candidates {[c['id'] for c in record['candidates']]}")
+# (a line's length varies with the timings it holds, so it is not a number worth printing)
+print(f"first line: answer {record['answer']!r}, "
+      f"candidates {[c['id'] for c in record['candidates']]}, "
+      f"stages {[stage['name'] for stage in record['trace']]}")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Deep dive · Reading a trace: one wrong answer, stage by stage
