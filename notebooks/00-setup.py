@@ -74,6 +74,31 @@ print(encoder)
 assert scores[0] > scores[1], "the encoder should prefer the passage that answers"
 
 # %% [markdown]
+# An embedding is nothing but a list of numbers. Drawn side by side, the question's vector
+# and the answering passage's rise and fall together in many places where the unrelated
+# passage's do not; the cosine (right) adds that agreement up over every dimension.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+vectors = {"question": encoder.encode_queries([question])[0],
+           "answering passage": encoder.encode_passages(passages[:1])[0],
+           "unrelated passage": encoder.encode_passages(passages[1:])[0]}
+shown = 48                                  # the first dimensions, enough to see the pattern
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 1]})
+rows = np.stack([v[:shown] for v in vectors.values()])
+left.imshow(rows, cmap="coolwarm", aspect="auto", vmin=-abs(rows).max(), vmax=abs(rows).max())
+left.set_yticks(range(len(vectors)), list(vectors))
+left.set_xlabel(f"dimension (the first {shown} of {encoder.dim})")
+left.set_title("three embeddings, one row each")
+right.barh(["answering", "unrelated"], scores, color=["tab:green", "tab:gray"])
+right.invert_yaxis()
+right.set_xlabel("cosine with the question")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
 # Vectors are cached on disk (in `~/.cache/ragbook/embeddings`, or `$RAGBOOK_CACHE`), keyed
 # by model, prefix scheme and text, so re-running a chapter does not embed its corpus again.
 # A second call for the same texts is answered from the cache:

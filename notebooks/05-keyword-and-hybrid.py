@@ -77,11 +77,7 @@ for code, page in codes.items():
     code_ranks[code] = (first_rank(dense, {page}), first_rank(keyword, {page}))
     print(f"{code:28s} {first_rank(dense, {page})!s:>10s} {first_rank(keyword, {page})!s:>9s}   {dense[0].doc_id}")
 
-# %% [markdown]
-# Now the labelled exact-token questions where dense did *not* put the gold page in its
-# top two (all splits):
-
-# %%
+print("\nlabelled exact-token questions (all splits) where dense did not put the gold page in its top two:")
 for q in hc.questions:
     if q.category == "exact_token":
         dense, keyword = hc_hybrid.channels(q.standalone)
@@ -105,11 +101,7 @@ for text in ["my dashboard is stuck loading"] + [q.text for q in hc.questions if
     dense, keyword = hc_hybrid.channels(text)
     print(f"dense {first_rank(dense, {page})!s:>4s}  bm25 {first_rank(keyword, {page})!s:>4s}  {text[:70]}")
 
-# %% [markdown]
-# And across the labelled paraphrase questions, those that dense ranks first or second and
-# BM25 buries below 10:
-
-# %%
+print("\nlabelled paraphrase questions that dense ranks first or second and BM25 buries below 10:")
 misses = []
 for q in hc.questions:
     if q.category == "paraphrase":
@@ -401,8 +393,8 @@ print(f"help centre test, {len(hc_dense)} questions: dense ranks the gold articl
 # only adds: weights, a score floor on the dense channel, or a reranker reading the fused
 # candidates (chapter 6) are the remedies to measure.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
-# ## Deep dive · Remedies when one channel is weak
+# %% [markdown]
+# ## Remedies when one channel is weak
 #
 # Fusion loses on the Python docs because BM25 is much weaker there. Remedies, measured:
 # **weighted RRF** (give the weak channel less say), and **letting a reranker decide**

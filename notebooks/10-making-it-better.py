@@ -212,8 +212,8 @@ print("symmetric == SentenceWindowRetriever.widen")
 # shows the difference on a real hit. Check what a library's window actually holds before you
 # compare its numbers with yours.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
-# ## Deep dive · Equal k is not a fair race
+# %% [markdown]
+# ## Equal k is not a fair race
 #
 # First the comparison most write-ups make: the top 5 of each method. Recall is judged on
 # documents (chapter 4); *answer* is stricter — does a gold answer span lie whole inside the
@@ -248,8 +248,7 @@ for name in CORPORA:
 # tokens than five chunks and find no more answers (on the Python docs, fewer). More text
 # finds more; at equal k that is all a comparison shows. The fair race gives every method
 # the same **token budget**.
-
-# %% [markdown]
+#
 # ## Equal budgets
 #
 # `fit_budget(hits, budget)` hands over hits in rank order, whole while they fit; the first
@@ -311,8 +310,7 @@ plt.show()
 #
 # Small-to-big retrieval is built for long documents whose chunks lose their context; our
 # short help articles and FAQ sections are not that case, and the measurement says so.
-
-# %% [markdown]
+#
 # ## Try it: the window
 #
 # How wide should the window be? `WindowSweep.stats(n)` widens the same sentence hits (the
@@ -340,9 +338,8 @@ window_explorer(sweeps["help centre"])
 # surroundings. What grows is the share of answers that lie whole in the windows, and the
 # tokens, at a steady rate per step: the window is a budget knob, and the equal-budget table
 # above is the fair way to set it. The slider shows the help centre.
-
-
-# %% [markdown]
+#
+#
 # ## Contextual retrieval
 #
 # Cut from the middle of a page, "It is 14 days for annual contracts." has lost the words that

@@ -649,7 +649,7 @@ milvus.store_.flush()
 milvus.store_.client.compact(milvus.store_.collection)
 print(f"Milvus Lite after upsert, flush and compact: BM25 rank "
       f"{rank_of(old.id, milvus.with_mode('bm25').search(question, k=20))}")
-milvus.upsert([old])
+restored = milvus.upsert([old])          # (added, replaced) counts; not needed here
 
 # %% [markdown]
 # So with Milvus Lite, rebuild the collection from the current items (`MilvusRetriever.build`

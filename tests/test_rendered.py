@@ -80,3 +80,27 @@ def test_prose_number_matching_rounds_only_the_printed_value():
     assert check_prose_numbers.matches("1,024", printed)
     assert not check_prose_numbers.matches("838", printed)
     assert not check_prose_numbers.matches("0.93", printed)
+
+
+@pytest.mark.parametrize("markdown, flagged", [
+    ("Offline, the `cross_encoder` role is the window re-reader of chapter 6.",
+     ["cross_encoder"]),
+    ("Offline the reranking role is a MaxSim blend over the encoder's token vectors.", []),
+    ("Offline, the span-reader role is a QA head fine-tuned here.", ["span_reader"]),
+    ("The `generator` role offline is SmolLM2-135M-Instruct.", []),
+    ("With the standard profile the `cross_encoder` role is a MS MARCO model.", []),
+])
+def test_a_role_named_offline_must_be_what_the_profile_resolves(markdown, flagged):
+    found = check_prose_numbers.role_contradictions(markdown)
+    assert [why.split()[1] for why in found] == flagged
+
+
+def test_the_checkers_role_names_are_the_offline_profiles():
+    """OFFLINE_ROLES names every role the package has, with the model the offline profile
+    resolves it to: change a role's model and this fails until the checker (and so the
+    prose it checks) follows."""
+    from ragbook import models
+
+    offline = {row["role"]: row["model"] for row in models.describe("offline")}
+    assert {role: model for role, (model, _, _) in check_prose_numbers.OFFLINE_ROLES.items()
+            } == offline

@@ -21,6 +21,12 @@ inside `code`, headings' section numbers, and numbers glued to a word (recall@5,
 all-MiniLM-L6-v2, log2). A prose number matches a printed one when equal, or equal after
 rounding the printed one to the prose's decimals (0.92 for a printed 0.9154), or as a
 percentage of a printed fraction (91.5% for 0.915).
+
+Roles too: a paragraph that names a model role (`cross_encoder`, "the reranking role", ...)
+and says what it is offline must name what the offline profile resolves it to (MaxSim for
+`cross_encoder`, ...), so prose cannot keep describing a role the code no longer has.
+`OFFLINE_ROLES` declares how prose names each resolution; tests/test_rendered.py holds it
+equal to `ragbook.models`.
 """
 from __future__ import annotations
 
@@ -39,6 +45,18 @@ HTML_TAG = re.compile(r"<[^>]+>")
 HEADING_NUMBER = re.compile(r"^(#+\s*)[\d.]+\s", re.M)
 LABELLED = re.compile(r"\(source:|\]\(https?://", re.I)
 YEAR = re.compile(r"^(19|20)\d\d$")
+# role -> (the offline profile's model for it, how prose names that model, how prose names
+# the role); a paragraph naming the role and "offline" must name the model
+OFFLINE_ROLES = {
+    "encoder": ("sentence-transformers/all-MiniLM-L6-v2", r"MiniLM", r"`encoder` role"),
+    "prefix_encoder": ("intfloat/multilingual-e5-small", r"\bE5\b|e5-small",
+                       r"`prefix_encoder`"),
+    "cross_encoder": ("ragbook/maxsim-reranker", r"MaxSim",
+                      r"`cross_encoder`|\breranking role|second-stage role"),
+    "span_reader": ("ragbook/offline-span-reader", r"unavailable|no extractive QA",
+                    r"`span_reader`|span[- ]reader role"),
+    "generator": ("HuggingFaceTB/SmolLM2-135M-Instruct", r"SmolLM2", r"`generator` role"),
+}
 
 
 def prose_numbers(markdown: str) -> list[tuple[str, str]]:
@@ -104,7 +122,23 @@ def unprinted(path: Path) -> list[str]:
                 if not matches(written, printed | code):
                     problems.append(f"{path.name} cell {i}: {written} is in the prose but no "
                                     f"cell above printed it: \"{context}\"")
+            problems += [f"{path.name} cell {i}: {why}" for why in role_contradictions(cell.source)]
     return problems
+
+
+def role_contradictions(markdown: str) -> list[str]:
+    """For each paragraph that names a role and says "offline" but not the name of the
+    role's offline model: the role, the name expected, and the paragraph."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", markdown):
+        if not re.search(r"\boffline\b", paragraph, re.I):
+            continue
+        for role, (_, model, named) in OFFLINE_ROLES.items():
+            if re.search(named, paragraph, re.I) and not re.search(model, paragraph):
+                context = " ".join(paragraph.split())[:160]
+                found.append(f"the {role} role is named offline without /{model}/ (what the "
+                             f"offline profile resolves it to): \"{context}\"")
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -115,7 +149,8 @@ def main(argv: list[str]) -> int:
     problems = [line for path in paths for line in unprinted(path)]
     for line in problems:
         print(line)
-    print(f"{len(problems)} number(s) in prose not printed above, in {len(paths)} notebook(s)")
+    print(f"{len(problems)} number(s) in prose not printed above or role(s) named wrong, in "
+          f"{len(paths)} notebook(s)")
     return 1 if problems else 0
 
 
