@@ -67,7 +67,8 @@ encoder = Encoder()
 question = "What is the refund window for enterprise contracts?"
 passages = ["Enterprise annual contracts carry a 14-day refund window.",
             "Our office is closed on Sundays."]
-scores = encoder.encode_passages(passages) @ encoder.encode_queries([question])[0]
+passage_vectors, question_vector = encoder.encode_passages(passages), encoder.encode_queries([question])[0]
+scores = passage_vectors @ question_vector
 for s, p in zip(scores, passages):
     print(f"{s:.3f}  {p}")
 print(encoder)
@@ -82,9 +83,8 @@ assert scores[0] > scores[1], "the encoder should prefer the passage that answer
 import matplotlib.pyplot as plt
 import numpy as np
 
-vectors = {"question": encoder.encode_queries([question])[0],
-           "answering passage": encoder.encode_passages(passages[:1])[0],
-           "unrelated passage": encoder.encode_passages(passages[1:])[0]}
+vectors = {"question": question_vector, "answering passage": passage_vectors[0],
+           "unrelated passage": passage_vectors[1]}
 shown = 48                                  # the first dimensions, enough to see the pattern
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 1]})
 rows = np.stack([v[:shown] for v in vectors.values()])

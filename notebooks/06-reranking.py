@@ -587,7 +587,7 @@ for name, (runs_, _) in results.items():
           f"{row['hybrid']['recall@5']:.3f} -> reranked {row['hybrid + rerank']['recall@5']:.3f}")
     print(f"{'':12s} rerank 50: {warm_ms[name]:.1f} ms cached, {cold_ms[name]:.0f} ms nothing cached "
           f"({windows_per_candidate[name]:.1f} windows per candidate)")
-print(f"help centre  MRR@10 hybrid + {SECOND} (the shipped second stage, live): "
+print(f"help centre  MRR@10 hybrid + MaxSim blend, dense_weight {blend_w} (live): "
       f"{evaluate(hc_qrels, late_run, 'mrr@10'):.3f}")
 print(f"threshold on its scores (dev, balanced accuracy {max(balanced):.3f}): {threshold:.3f}; on test it kept "
       f"{kept[test_answerable].mean():.0%} of answerable and abstained on {(~kept[~test_answerable]).mean():.0%} "

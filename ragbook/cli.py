@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import commands, models
 from .embeddings import Encoder
+from .explain import explain_result_dicts
 from .ingest import SUFFIXES, read_documents, sync_index
 from .persist import CorruptIndexError
 from .pipeline import Pipeline
@@ -375,7 +376,7 @@ def _ask(args) -> int:
     out = result.to_dict()
     if args.json:
         if args.explain:                          # one list per source, as serve's /explain
-            out["explanations"] = commands.explanations(pipeline, result)
+            out["explanations"] = explain_result_dicts(pipeline, result)
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if out["escalated"]:

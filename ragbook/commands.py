@@ -27,7 +27,6 @@ from .result import Result, outcome
 from .terminal import one_line
 from .tuned import load_settings, save_calibration, save_settings
 from .tuning import tune
-from .types import plain
 
 __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
            "eval_command", "tune_command", "calibrate_command", "quiet_libraries",
@@ -194,12 +193,6 @@ def calibrate_command(index, questions_path, out, *, settings=None, target_error
     say(f"settings written to {out}; 'ragbook ask {index} QUESTION --settings {out}' "
         f"escalates under that threshold (low_confidence)")
     return 0
-
-
-def explanations(pipeline: Pipeline, result: Result) -> list[list[dict]]:
-    """``explain.explain_result`` as JSON: for source ``[n]``, its explanations'
-    ``to_dict()`` (what ``ragbook ask --explain --json`` adds under ``explanations``)."""
-    return [[plain(e.to_dict()) for e in es] for es in explain_result(pipeline, result)]
 
 
 def explain_lines(pipeline: Pipeline, result: Result) -> list[str]:

@@ -31,11 +31,11 @@ from .fusion import HybridRetriever
 from .late_interaction import MaxSimScorer, maxsim_alignment
 from .rerank import BaseReranker, CrossEncoderReranker
 from .result import Result
-from .types import Hit
+from .types import Hit, plain
 
 __all__ = ["Part", "Explanation", "explain_bm25", "explain_rrf", "explain_dense",
            "explain_maxsim", "explain_reranker", "explain_rerank", "explain_filter", "explain",
-           "explain_result"]
+           "explain_result", "explain_result_dicts"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,12 @@ class Explanation:
 
     def to_dict(self) -> dict:
         """As JSON (``ragbook ask --explain --json``, ``ragbook serve``'s ``/explain``): stage,
-        hit id, score, parts (name, value, detail), detail, and ``text()``."""
-        return {"stage": self.stage, "hit_id": self.hit_id, "score": float(self.score),
-                "parts": [{"name": p.name, "value": float(p.value), "detail": dict(p.detail)}
-                          for p in self.parts], "detail": dict(self.detail), "text": self.text()}
+        hit id, score, parts (name, value, detail), detail, and ``text()`` — plain Python
+        values throughout (``types.plain``), ready for ``json.dumps``."""
+        return plain({"stage": self.stage, "hit_id": self.hit_id, "score": self.score,
+                      "parts": [{"name": p.name, "value": p.value, "detail": dict(p.detail)}
+                                for p in self.parts],
+                      "detail": dict(self.detail), "text": self.text()})
 
     def text(self) -> str:
         """One line for the hit, one indented line per part."""
@@ -269,3 +271,10 @@ def explain_result(pipeline, result: Result) -> list[tuple[Explanation, ...]]:
             why += (explain_filter(hit, where, scope=scope),)
         out.append(why)
     return out
+
+
+def explain_result_dicts(pipeline, result: Result) -> list[list[dict]]:
+    """``explain_result`` as JSON, one list of ``Explanation.to_dict()`` per source: what
+    ``ragbook ask --explain --json`` adds under ``explanations`` and ``ragbook serve``'s
+    ``/explain`` returns."""
+    return [[e.to_dict() for e in es] for es in explain_result(pipeline, result)]

@@ -221,8 +221,9 @@ def test_window_sweep_wider_windows_hand_over_more_and_find_at_least_as_much():
 
 def test_a_readout_shows_the_last_setting_however_fast_the_controls_move(small_experiment):
     """Every dashboard's numbers live in widget state: after a burst of slider moves the
-    readout is exactly the text of the final setting (and an Output-printing wiring that
-    dropped the last redraw would fail here as soon as one update is lost)."""
+    readout's value is the text of the final setting. (This is the kernel's half; that the
+    page draws that value is tests/browser/test_lab.py's, where printing into an Output
+    once lost the last of several queued redraws.)"""
     import html
 
     from ragbook.widgets.view import READOUT_CLASS
@@ -231,9 +232,9 @@ def test_a_readout_shows_the_last_setting_however_fast_the_controls_move(small_e
     size, overlap = widget.children[0].children
     readout = widget.children[-1]
     assert READOUT_CLASS in readout._dom_classes
-    for s in list(size.options) * 3:
-        size.value = s
-    overlap.value = overlap.options[-1][1]
+    for o in [value for _, value in overlap.options] * 3:     # back and forth, last at the end
+        overlap.value = o
+    size.value = size.options[-1]
     stats = small_experiment.stats(size.value, overlap.value)
     assert f"{stats['chunks']:,} chunks" in html.unescape(readout.value)
 

@@ -45,11 +45,10 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..commands import load_index
-from ..explain import explain_result
+from ..explain import explain_result_dicts
 from ..filters import matches, scoped
 from ..pipeline import Pipeline
 from ..tuned import load_settings
-from ..types import plain
 from .guards import check_positive, is_loopback
 from .page import PAGE, SCRIPT
 from .policy import Policy, Refused, narrow_scope
@@ -146,9 +145,8 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
 
         def work():
             result = pipeline.ask(question, scope=scope)
-            why = [[plain(e.to_dict()) for e in es]
-                   for es in explain_result(pipeline, result)]
-            return {"result": result.to_dict(), "explanations": why}
+            return {"result": result.to_dict(),
+                    "explanations": explain_result_dicts(pipeline, result)}
         return JSONResponse(await answer(work))
 
     async def stream(request: Request) -> Response:

@@ -13,8 +13,8 @@ pure function that the tests call directly, so what a slider shows is tested cod
 
 Every dashboard is wired by ``view.dashboard``: its numbers are a readout in widget state,
 so the last slider setting's text always wins. ipywidgets and matplotlib are imported only
-when a widget is built. One module per stretch
-of the book: ``basics`` (chapters 0-3), ``ranking`` (5-6), ``decisions`` (9-10).
+when a widget is built. One module per stretch of the book: ``basics`` (chapters 0-3),
+``ranking`` (5-6), ``decisions`` (9-10).
 """
 from .basics import (
     ChunkingExperiment,

@@ -4,7 +4,7 @@ what it did, and the rerank budget.
 Each widget is a thin ipywidgets view over a pure function the tests call directly."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -68,15 +68,17 @@ def why_hit(hybrid, query: str, rank: int = 1, k: int = 5) -> str:
         raise ValueError(f"rank={rank!r} but the search returned {len(hits)} hits; "
                          f"choose a rank from 1 to {len(hits)}")
     hit = hits[rank - 1]
-    lines = [explain_rrf(hybrid, query, hit).text()]
-    for name, hits_in, index in zip(("dense", "bm25"), hybrid.channels(query),
-                                    (hybrid.dense, hybrid.bm25), strict=True):
-        found = next((h for h in hits_in if h.id == hit.id), None)
-        if found is None:
+    rrf = explain_rrf(hybrid, query, hit)
+    ranked = {p.name: p.detail for p in rrf.parts}     # each channel's rank and own score
+    lines = [rrf.text()]
+    for name, index, why in (("dense", hybrid.dense, explain_dense),
+                             ("bm25", hybrid.bm25, explain_bm25)):
+        if name not in ranked:
             lines.append(f"{name}: not in its top {hybrid.depth}, so it adds nothing")
-        else:
-            why = explain_dense if name == "dense" else explain_bm25
-            lines.append(f"{name} rank {found.rank}, because:\n" + why(index, query, found).text())
+            continue
+        rank_there, score_there = ranked[name]["rank"], ranked[name]["channel_score"]
+        found = replace(hit, rank=rank_there, score=score_there)
+        lines.append(f"{name} rank {rank_there}, because:\n" + why(index, query, found).text())
     return "\n".join(lines)
 
 
