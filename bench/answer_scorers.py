@@ -14,7 +14,12 @@ what a floor calibrated on dev could give on test.
 
 Scorers: the shipped score (all-MiniLM-L6-v2 cosine + 0.05 / rank); multilingual-e5-small's
 asymmetric query/passage cosine (the offline ``prefix_encoder`` role), alone and summed with
-the shipped score.
+the shipped score. Pickers (``PICKERS``, issue 35's "retrieval rank as evidence" and "the
+paragraph when the sentence alone is not an answer"): the best unit of all passages read
+(shipped), the best unit of the top-ranked passage only, and either one widened to the
+paragraph (blank-line block) that holds it; each over the hybrid alone and over the hybrid
+with the offline second stage (``CrossEncoderReranker()``: the MaxSim blend), which puts the
+gold page first more often.
 
     RAGBOOK_PROFILE=offline .venv/bin/python bench/answer_scorers.py
 """
@@ -26,17 +31,24 @@ from unseen import SPLITS, corpus, key_fact
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, chunk_documents, models
 from ragbook.pipeline import Pipeline
 from ragbook.readers import default_extractive_reader
+from ragbook.rerank import CrossEncoderReranker
 from ragbook.result import with_history
 
 BAR = 0.25
 
 
-def candidates(name: str, reader, e5) -> list[dict]:
+def paragraph(text: str, start: int, end: int) -> str:
+    """The blank-line block of ``text`` that holds ``text[start:end]``."""
+    a, z = text.rfind("\n\n", 0, start), text.find("\n\n", end)
+    return text[0 if a < 0 else a + 2:len(text) if z < 0 else z].strip()
+
+
+def candidates(name: str, reader, e5, reranker=None) -> list[dict]:
     """Per dev question: answerable or not, and its candidate units with their scores."""
     ds, docs = corpus(name)
     retriever = HybridRetriever(DenseIndex(), BM25Index()).build(
         chunk_documents(docs, size=256, overlap=32))
-    pipeline = Pipeline(retriever, reader=reader)
+    pipeline = Pipeline(retriever, reranker=reranker, reader=reader)
     rows = []
     for q in ds.split(SPLITS[name]["dev"]):
         prep = pipeline.prepare(*with_history(q))
@@ -46,20 +58,26 @@ def candidates(name: str, reader, e5) -> list[dict]:
         golds = [a["text"] for a in q.answers]
         e5_scores = ((e5.encode_passages([s.text for _, s in units])
                       @ e5.encode_queries([prep.condensed])[0]).tolist() if units else [])
+        gold = [bool(q.gold) and h.doc_id in q.gold for h, _ in units]
+        paras = [paragraph(h.text, s.start, s.end) for h, s in units]
         rows.append({"answerable": bool(q.gold), "units": [
-            {"shipped": s.score, "e5": x, "right": bool(q.gold) and h.doc_id in q.gold
-             and any(key_fact(s.text, g) for g in golds)}
-            for (h, s), x in zip(units, e5_scores, strict=True)]})
+            {"shipped": s.score, "e5": x, "rank": h.rank,
+             "right": g and any(key_fact(s.text, a) for a in golds),
+             "paragraph right": g and any(key_fact(p, a) for a in golds)}
+            for (h, s), x, g, p in zip(units, e5_scores, gold, paras, strict=True)]})
     return rows
 
 
-def measure(rows, scorer) -> tuple[float, float, float]:
-    """(picked right, oracle, max coverage at delivered error <= BAR) for one scorer."""
+def measure(rows, scorer, top_only=False, judged="right") -> tuple[float, float, float]:
+    """(picked right, oracle, max coverage at delivered error <= BAR) for one scorer; the
+    pick among the top-ranked passage's units only with ``top_only``, judged by its own text
+    (``"right"``) or by its paragraph's (``"paragraph right"``)."""
     picks = []
     for r in rows:
-        if r["units"]:
-            best = max(r["units"], key=scorer)
-            picks.append((r["answerable"], best["right"], scorer(best)))
+        units = [u for u in r["units"] if u["rank"] == 1] if top_only else r["units"]
+        if units:
+            best = max(units, key=scorer)
+            picks.append((r["answerable"], best[judged], scorer(best)))
     n = sum(r["answerable"] for r in rows)
     order = sorted(picks, key=lambda p: -p[2])
     coverage = 0.0
@@ -70,6 +88,10 @@ def measure(rows, scorer) -> tuple[float, float, float]:
     return sum(right for a, right, _ in picks if a) / n, oracle, coverage
 
 
+# (label, top_only, judged): which unit is the answer, and how much of its text is delivered
+PICKERS = [("best unit read", False, "right"), ("its paragraph", False, "paragraph right"),
+           ("top passage's best unit", True, "right"),
+           ("top passage's best unit's paragraph", True, "paragraph right")]
 SCORERS = {"shipped (MiniLM cosine + 0.05/rank)": lambda u: u["shipped"],
            "e5-small query/passage cosine": lambda u: u["e5"],
            "shipped + e5": lambda u: u["shipped"] + u["e5"]}
@@ -81,6 +103,7 @@ def main():
     print(f"profile {models.active_profile()}, dev splits; reader {reader}")
     print(f"| set (dev) | scorer | picked right | oracle | max coverage at delivered error "
           f"≤ {BAR:.0%} |\n|---|---|---|---|---|")
+    picked_rows = []
     for name in SPLITS:
         t = time.perf_counter()
         rows = candidates(name, reader, e5)
@@ -88,7 +111,18 @@ def main():
             picked, oracle, coverage = measure(rows, scorer)
             print(f"| {name} ({SPLITS[name]['dev']}) | {label} | {picked:.3f} | {oracle:.3f} "
                   f"| {coverage:.3f} |")
+        shipped = SCORERS["shipped (MiniLM cosine + 0.05/rank)"]
+        for second, found in (("hybrid", rows),
+                              ("hybrid + MaxSim", candidates(name, reader, e5,
+                                                             CrossEncoderReranker()))):
+            for label, top_only, judged in PICKERS:
+                picked, _, coverage = measure(found, shipped, top_only, judged)
+                picked_rows.append(f"| {name} ({SPLITS[name]['dev']}) | {second} | {label} "
+                                   f"| {picked:.3f} | {coverage:.3f} |")
         print(f"<!-- {name}: {time.perf_counter() - t:.0f} s -->")
+    print(f"\n| set (dev) | retrieval | answer (shipped score) | picked right | max coverage at "
+          f"delivered error ≤ {BAR:.0%} |\n|---|---|---|---|---|")
+    print("\n".join(picked_rows))
 
 
 if __name__ == "__main__":
