@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import models
+from . import models, shipped
 from .cache import guarded
 from .checks import check_k, check_text
 
@@ -326,7 +326,7 @@ class Encoder:
                 f"{self.max_length} tokens: {self.model_id} reads only their first "
                 f"{self.max_length}, so the rest of each is invisible to dense search. Chunk "
                 f"them smaller (chunk_documents(docs, size=...)) or raise Encoder(max_length=...)"
-                f" up to the model's limit; Encoder.truncated counts them", stacklevel=4)
+                f" up to the model's limit; Encoder.truncated counts them", stacklevel=6)
 
     @property
     def dim(self) -> int:
@@ -350,6 +350,13 @@ class Encoder:
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         store = self._store()
         found = store.get(hashes) if store else {}
+        extra = shipped.shipped_for(self._cache_name) if len(found) < len(hashes) else None
+        if extra is not None:   # vectors carried as data, verified against this model first
+            taken = extra.take([h for h in dict.fromkeys(hashes) if h not in found],
+                               self._unit_vectors)
+            if store and taken:
+                store.put(list(taken), np.stack(list(taken.values())))
+            found.update(taken)
         # longest first, as sentence-transformers orders one call: the blocks below then make
         # the same batches (similar lengths, little padding) as one call on all the texts
         todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items(),
@@ -364,8 +371,7 @@ class Encoder:
             block = self.batch_size * max(8, -(-256 // self.batch_size))
             for s in range(0, len(todo), block):
                 part = todo[s:s + block]
-                vecs = self._model_encode([t for _, t in part])
-                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                vecs = self._unit_vectors([t for _, t in part])
                 found.update({h: v for (h, _), v in zip(part, vecs, strict=True)})
                 if store:
                     store.put([h for h, _ in part], vecs)
@@ -375,16 +381,23 @@ class Encoder:
             out[i] = found[h]
         return out
 
+    def _unit_vectors(self, texts: list[str]) -> np.ndarray:
+        vecs = self._model_encode(texts)
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+    @property
+    def _cache_name(self) -> str:
+        # one file per model (name and weights) and input length; rows are keyed by the hash
+        # of the exact text the model reads, prefix included, so the scheme is part of every
+        # key and two schemes that give a passage the same prefix share its vector
+        return _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}"
+                     + self._precision_tag("__"))
+
     def _store(self) -> _VectorCache | None:
         if not self.cache:
             return None
         if self._cache is None:
-            # one file per model (name and weights) and input length; rows are keyed by the hash
-            # of the exact text the model reads, prefix included, so the scheme is part of every
-            # key and two schemes that give a passage the same prefix share its vector
-            name = _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}"
-                         + self._precision_tag("__"))
-            name += ".sqlite"
+            name = self._cache_name + ".sqlite"
             try:
                 folder = models.cache_dir("embeddings")
             except OSError as err:   # under a file, read-only, no space: run uncached
