@@ -177,6 +177,10 @@ class Encoder:
     but slower). Its vectors differ slightly from fp32 ones, so the precision is part of the
     fingerprint and of the cache's file name: an index never mixes the two.
 
+    With ``cache`` on, a text the cache lacks is taken from the vectors ``ragbook.shipped``
+    carries as data (the Python docs for the offline encoder) once this model reproduces
+    their probe; ``cache=False`` embeds every text, as timings want.
+
     >>> enc = Encoder()                                     # doctest: +SKIP
     >>> enc.encode_queries(["refund window?"]).shape        # doctest: +SKIP
     (1, 384)
@@ -350,11 +354,13 @@ class Encoder:
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         store = self._store()
         found = store.get(hashes) if store else {}
-        extra = shipped.shipped_for(self._cache_name) if len(found) < len(hashes) else None
-        if extra is not None:   # vectors carried as data, verified against this model first
+        # vectors carried as data, verified against this model first; cache=False computes all
+        extra = (shipped.shipped_for(self._cache_name) if store and len(found) < len(hashes)
+                 else None)
+        if extra is not None:
             taken = extra.take([h for h in dict.fromkeys(hashes) if h not in found],
                                self._unit_vectors)
-            if store and taken:
+            if taken:
                 store.put(list(taken), np.stack(list(taken.values())))
             found.update(taken)
         # longest first, as sentence-transformers orders one call: the blocks below then make
