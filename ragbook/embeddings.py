@@ -178,7 +178,7 @@ class Encoder:
     fingerprint and of the cache's file name: an index never mixes the two.
 
     With ``cache`` on, a text the cache lacks is taken from the vectors ``ragbook.shipped``
-    carries as data (the Python docs for the offline encoder) once this model reproduces
+    carries as data (tools/ship_vectors.py says which) once this model reproduces
     their probe; ``cache=False`` embeds every text, as timings want.
 
     >>> enc = Encoder()                                     # doctest: +SKIP

@@ -2,6 +2,8 @@
 vectors from data instead of embedding them, but only after the encoder's own model has
 reproduced the file's probe; a file made by another model is refused with a warning."""
 import hashlib
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,9 @@ from ragbook import Encoder, shipped
 from ragbook.datasets import load_pydocs
 from ragbook.shipped import TOLERANCE, ShippedVectors
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from ship_vectors import SETS  # noqa: E402  (the text sets the files are made from)
+
 
 @pytest.fixture
 def encoder(tmp_path, monkeypatch):
@@ -17,12 +22,15 @@ def encoder(tmp_path, monkeypatch):
     return Encoder(show_progress=False)
 
 
-def test_the_file_covers_todays_python_docs(encoder):
-    """Every text chapter 3 embeds is in the file (fails after the corpus changes: rerun
-    ``tools/ship_vectors.py``)."""
+@pytest.mark.parametrize("role", sorted(SETS))
+def test_the_files_cover_todays_texts(role, tmp_path, monkeypatch):
+    """Every text of each shipped set is in its file (fails after a corpus or chapter 3's
+    demo changes: rerun ``tools/ship_vectors.py``)."""
+    monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
+    encoder = Encoder(role, show_progress=False)
     found = shipped.shipped_for(encoder._cache_name)
-    assert found is not None, "no shipped vectors for the offline encoder: tools/ship_vectors.py"
-    texts = {encoder.format_passage(d.text) for d in load_pydocs().documents}
+    assert found is not None, f"no shipped vectors for {role}: run tools/ship_vectors.py"
+    texts = {encoder.format_passage(t) for t in SETS[role]()}
     hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
     assert len(found.take(hashes, encoder._unit_vectors)) == len(hashes)
 

