@@ -60,6 +60,9 @@ def test_the_tolerance_catches_a_moved_number_and_allows_a_rounding_flip():
     assert not ledger.close("832", "833", same_machine=True)        # counts are exact
     assert ledger.close("832", "840", same_machine=False)           # 3% on another machine
     assert not ledger.close("0.52", "0.31", same_machine=False)
+    # a float's full repr: digits past float32's precision move with batching, not the method
+    assert ledger.close("0.6630215048789978", "0.663021445274353", same_machine=True)
+    assert not ledger.close("0.6630215048789978", "0.6630250000000000", same_machine=True)
     want = [{"cell": 4, "id": "a", "numbers": ["0.52", "832"]}]
     got = [{"cell": 4, "id": "a", "numbers": ["0.31", "832"]}]
     assert ledger.compare("notebooks/05.ipynb", want, got, True) == [
