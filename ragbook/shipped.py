@@ -16,6 +16,7 @@ would not have made.
 from __future__ import annotations
 
 import warnings
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -57,15 +58,16 @@ class ShippedVectors:
                 got = np.asarray(encode(texts), dtype=np.float32)
                 worst = float(np.min(np.einsum("ij,ij->i", got, shipped)))
                 self.usable = bool(len(texts)) and worst >= 1 - TOLERANCE
-                why = f"its probe texts' cosine with this model's vectors is {worst:.6f}"
-            except (OSError, KeyError, ValueError) as err:
-                self.usable, why = False, f"it cannot be read ({err})"
+                why = (f"its probe texts' cosine with this model's vectors is {worst:.6f} "
+                       f"(need >= {1 - TOLERANCE}): the file was made with another model or "
+                       f"weights; rerun tools/ship_vectors.py for yours")
+            except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
+                self.usable = False
+                why = (f"it cannot be read ({err}); restore it from the repository "
+                       f"(git checkout -- data/vectors) or rerun tools/ship_vectors.py")
             if not self.usable:
-                warnings.warn(f"the shipped vectors {self.path.name} are not used: {why} "
-                              f"(need >= {1 - TOLERANCE}); their texts are embedded instead. "
-                              f"A different model or weights than the file was made with "
-                              f"does this; rerun tools/ship_vectors.py for yours",
-                              stacklevel=4)
+                warnings.warn(f"the shipped vectors {self.path.name} are not used, their texts "
+                              f"are embedded instead: {why}", stacklevel=4)
         return self.usable
 
     def take(self, hashes: Sequence[str],

@@ -55,6 +55,14 @@ def test_a_file_from_another_model_is_refused(encoder, tmp_path):
     np.savez(path, hashes=np.zeros((2, 32), np.uint8), vectors=other,
              probe_texts=np.array(texts), probe_vectors=other)
     file = ShippedVectors(path)
-    with pytest.warns(UserWarning, match="other.npz are not used.*cosine"):
+    with pytest.warns(UserWarning, match="other.npz are not used.*cosine.*another model"):
         assert file.take(["00" * 32], encoder._unit_vectors) == {}
     assert file.usable is False and file.taken == 0
+
+
+def test_a_damaged_file_is_refused_and_says_how_to_restore_it(encoder, tmp_path):
+    path = tmp_path / "damaged.npz"
+    path.write_bytes(b"PK\x03\x04 cut short")
+    file = ShippedVectors(path)
+    with pytest.warns(UserWarning, match="damaged.npz are not used.*cannot be read.*checkout"):
+        assert file.take(["00" * 32], encoder._unit_vectors) == {}
