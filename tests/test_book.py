@@ -63,6 +63,10 @@ def test_the_tolerance_catches_a_moved_number_and_allows_a_rounding_flip():
     # a float's full repr: digits past float32's precision move with batching, not the method
     assert ledger.close("0.6630215048789978", "0.663021445274353", same_machine=True)
     assert not ledger.close("0.6630215048789978", "0.6630250000000000", same_machine=True)
+    # rounding error shown to be tiny: tiny it must stay, its digits are the batch's
+    assert ledger.close("3.83e-07", "4.21e-07", same_machine=True)
+    assert not ledger.close("3.83e-07", "2.10e-04", same_machine=True)
+    assert not ledger.close("0", "3.0e-07", same_machine=True)      # an exact zero stays exact
     want = [{"cell": 4, "id": "a", "numbers": ["0.52", "832"]}]
     got = [{"cell": 4, "id": "a", "numbers": ["0.31", "832"]}]
     assert ledger.compare("notebooks/05.ipynb", want, got, True) == [

@@ -44,6 +44,11 @@ MACHINE_UNITS = 2
 # moves (0.663021445274353 from an empty cache): such a number may differ by this share of it.
 FLOAT32_DIGITS = 7
 FLOAT32_RELATIVE = 1e-6
+# A number this close to zero is float32 rounding error, printed to show that an identity
+# holds up to rounding (chapter 2: max |(|a-b|^2) - (2 - 2cos)| = 3.83e-07); its digits are
+# the batch's, not the method's (run from an empty cache, chapter 2 failed the ledger on it),
+# so any two such values match.
+FLOAT32_NOISE = 1e-5
 
 # The machine's numbers, not the method's (they change on every run), declared once:
 # 1. a line that mentions a time or a speed (a unit of time after a number, "ms", "seconds",
@@ -164,6 +169,8 @@ def close(expected: str, got: str, same_machine: bool) -> bool:
     digits = len(expected.lower().partition("e")[0].replace(",", "").replace(".", "")
                  .lstrip("+-0"))
     if digits > FLOAT32_DIGITS and abs(want - have) <= FLOAT32_RELATIVE * abs(want):
+        return True
+    if 0 < abs(want) < FLOAT32_NOISE and abs(have) < FLOAT32_NOISE:
         return True
     if same_machine:
         if "." not in expected and "e" not in expected.lower():
