@@ -12,7 +12,6 @@ part of the encoder's identity, recorded in every index built with it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import sqlite3
 import threading
 import warnings
@@ -351,7 +350,7 @@ class Encoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        hashes = [shipped.text_key(t) for t in texts]
         store = self._store()
         found = store.get(hashes) if store else {}
         # vectors carried as data, verified against this model first; cache=False computes all

@@ -15,6 +15,7 @@ would not have made.
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 import zipfile
 from collections.abc import Callable, Sequence
@@ -22,13 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ShippedVectors", "TOLERANCE", "FOLDER", "shipped_for"]
+__all__ = ["ShippedVectors", "TOLERANCE", "FOLDER", "shipped_for", "text_key"]
 
 #: a probe vector must reach cosine >= 1 - TOLERANCE with the shipped one (fp32 on two CPU
 #: kinds differs by ~1e-7; another model or weights by far more than this)
 TOLERANCE = 1e-4
 #: where the files live in a source checkout
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "vectors"
+
+
+def text_key(text: str) -> str:
+    """A text's key in the embedding cache and in a shipped file: the sha256 hex digest of the
+    exact text the model reads (its prefix included), so one text has one key everywhere."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ShippedVectors:

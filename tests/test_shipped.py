@@ -1,7 +1,6 @@
 """Shipped vectors (``ragbook.shipped``, issue 34 part 2): a first run takes the Python docs'
 vectors from data instead of embedding them, but only after the encoder's own model has
 reproduced the file's probe; a file made by another model is refused with a warning."""
-import hashlib
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 
 from ragbook import Encoder, shipped
 from ragbook.datasets import load_pydocs
-from ragbook.shipped import TOLERANCE, ShippedVectors
+from ragbook.shipped import TOLERANCE, ShippedVectors, text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from ship_vectors import SETS  # noqa: E402  (the text sets the files are made from)
@@ -31,7 +30,7 @@ def test_the_files_cover_todays_texts(role, tmp_path, monkeypatch):
     found = shipped.shipped_for(encoder._cache_name)
     assert found is not None, f"no shipped vectors for {role}: run tools/ship_vectors.py"
     texts = {encoder.format_passage(t) for t in SETS[role]()}
-    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    hashes = [text_key(t) for t in texts]
     assert len(found.take(hashes, encoder._unit_vectors)) == len(hashes)
 
 

@@ -18,7 +18,6 @@ seed form the probe every encoder recomputes before it uses a file.
     .venv/bin/python tools/ship_vectors.py --check   # files cover today's sets, probes agree
 """
 import argparse
-import hashlib
 import io
 import sys
 
@@ -26,7 +25,7 @@ import numpy as np
 
 from ragbook import Encoder, chunk_documents, models
 from ragbook.datasets import load_helpcentre, load_pydocs
-from ragbook.shipped import FOLDER, TOLERANCE, ShippedVectors
+from ragbook.shipped import FOLDER, TOLERANCE, ShippedVectors, text_key
 
 PROBE = 8
 
@@ -51,7 +50,7 @@ def ship(role: str, check: bool) -> int:
     encoder = Encoder(role, show_progress=True)
     bare = list(dict.fromkeys(SETS[role]()))
     texts = [encoder.format_passage(t) for t in bare]
-    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    hashes = [text_key(t) for t in texts]
     path = FOLDER / f"{encoder._cache_name}.npz"
     if check:
         shipped = ShippedVectors(path)
