@@ -14,21 +14,33 @@ what a floor calibrated on dev could give on test.
 
 Scorers: the shipped score (all-MiniLM-L6-v2 cosine + 0.05 / rank); multilingual-e5-small's
 asymmetric query/passage cosine (the offline ``prefix_encoder`` role), alone and summed with
-the shipped score. Pickers (``PICKERS``, issue 35's "retrieval rank as evidence" and "the
-paragraph when the sentence alone is not an answer"): the best unit of all passages read
-(shipped), the best unit of the top-ranked passage only, and either one widened to the
-paragraph (blank-line block) that holds it; each over the hybrid alone and over the hybrid
-with the offline second stage (``CrossEncoderReranker()``: the MaxSim blend), which puts the
-gold page first more often.
+the shipped score; and late interaction at the unit level (``ragbook.late_interaction``'s
+MaxSim over all-MiniLM-L6-v2's token vectors): the unit embedded alone, and the unit *read in
+its passage* — the passage's own contextual token vectors, each question token matched only
+against the tokens that fall inside the unit (``MaxSimScorer.span_scores``, what
+``SentenceReader(scoring="late")`` scores with), so a unit is scored by words that were read
+with their neighbours. Pickers (``PICKERS``, issue 35's "retrieval rank
+as evidence" and "the paragraph when the sentence alone is not an answer"): the best unit of
+all passages read (shipped), the best unit of the top-ranked passage only, and either one
+widened to the paragraph (blank-line block) that holds it; each over the hybrid alone and
+over the hybrid with the offline second stage (``CrossEncoderReranker()``: the MaxSim blend),
+which puts the gold page first more often.
 
     RAGBOOK_PROFILE=offline .venv/bin/python bench/answer_scorers.py
+
+``--test-once SCORER ...`` reports the named scorers on the test splits instead, each with the
+floor that gives the largest coverage at delivered error <= 25% on dev (``dev_floor``): run
+once, after the choice is made on dev, never to make it.
 """
+import argparse
 import time
 
 import numpy as np
 from unseen import SPLITS, corpus, key_fact
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, chunk_documents, models
+from ragbook.evaluate import paired_bootstrap
+from ragbook.late_interaction import MaxSimScorer, maxsim
 from ragbook.pipeline import Pipeline
 from ragbook.readers import default_extractive_reader
 from ragbook.rerank import CrossEncoderReranker
@@ -43,14 +55,15 @@ def paragraph(text: str, start: int, end: int) -> str:
     return text[0 if a < 0 else a + 2:len(text) if z < 0 else z].strip()
 
 
-def candidates(name: str, reader, e5, reranker=None) -> list[dict]:
-    """Per dev question: answerable or not, and its candidate units with their scores."""
+def candidates(name: str, reader, e5, reranker=None, late=None, split="dev") -> list[dict]:
+    """Per question of the ``split`` half: answerable or not, and its candidate units with
+    their scores."""
     ds, docs = corpus(name)
     retriever = HybridRetriever(DenseIndex(), BM25Index()).build(
         chunk_documents(docs, size=256, overlap=32))
     pipeline = Pipeline(retriever, reranker=reranker, reader=reader)
     rows = []
-    for q in ds.split(SPLITS[name]["dev"]):
+    for q in ds.split(SPLITS[name][split]):
         prep = pipeline.prepare(*with_history(q))
         hits = list(prep.candidates)
         spans = reader.hits_spans(prep.condensed, hits) if hits else []
@@ -58,13 +71,18 @@ def candidates(name: str, reader, e5, reranker=None) -> list[dict]:
         golds = [a["text"] for a in q.answers]
         e5_scores = ((e5.encode_passages([s.text for _, s in units])
                       @ e5.encode_queries([prep.condensed])[0]).tolist() if units else [])
+        qtok = late.token_vectors([prep.condensed], "query")[0]
+        alone = [maxsim(qtok, m) for m in late.token_vectors([s.text for _, s in units])]
+        in_context = [x for h, found in zip(hits, spans, strict=True) for x in
+                      late.span_scores(prep.condensed, h.text, [(s.start, s.end) for s in found])]
         gold = [bool(q.gold) and h.doc_id in q.gold for h, _ in units]
         paras = [paragraph(h.text, s.start, s.end) for h, s in units]
         rows.append({"answerable": bool(q.gold), "units": [
-            {"shipped": s.score, "e5": x, "rank": h.rank,
+            {"shipped": s.score, "e5": x, "rank": h.rank, "alone": a, "context": c,
              "right": g and any(key_fact(s.text, a) for a in golds),
              "paragraph right": g and any(key_fact(p, a) for a in golds)}
-            for (h, s), x, g, p in zip(units, e5_scores, gold, paras, strict=True)]})
+            for (h, s), x, g, p, a, c in zip(units, e5_scores, gold, paras, alone, in_context,
+                                             strict=True)]})
     return rows
 
 
@@ -88,33 +106,101 @@ def measure(rows, scorer, top_only=False, judged="right") -> tuple[float, float,
     return sum(right for a, right, _ in picks if a) / n, oracle, coverage
 
 
+def picked(rows, scorer) -> list[tuple[bool, bool, float]]:
+    """(answerable, right, score) of each question's best unit (score -inf when none)."""
+    out = []
+    for r in rows:
+        best = max(r["units"], key=scorer) if r["units"] else None
+        out.append((r["answerable"], bool(best and best["right"]),
+                    scorer(best) if best else float("-inf")))
+    return out
+
+
+def dev_floor(picks) -> float:
+    """The floor giving the largest coverage at delivered error <= BAR on these picks."""
+    n, best = sum(a for a, _, _ in picks), (0.0, float("inf"))
+    for floor in sorted({s for *_, s in picks}):
+        kept = [(a, right) for a, right, s in picks if s >= floor]
+        if kept and np.mean([not right for _, right in kept]) <= BAR:
+            best = max(best, (sum(a for a, _ in kept) / n, floor), key=lambda b: b[0])
+    return best[1]
+
+
+def at_floor(picks, floor) -> dict:
+    """Coverage, delivered error and unanswerables escalated when answering at ``floor``."""
+    kept = [(a, right) for a, right, s in picks if s >= floor]
+    unans = [s for a, _, s in picks if not a]
+    return {"coverage": sum(a for a, _ in kept) / sum(a for a, _, _ in picks),
+            "delivered error": float(np.mean([not r for _, r in kept])) if kept else 0.0,
+            "escalated (unans.)": (float(np.mean([s < floor for s in unans]))
+                                   if unans else float("nan")),
+            "picked right": sum(r for a, r in kept if a) / sum(a for a, _, _ in picks)}
+
+
+def test_once(names, reader, e5, late):
+    """The named scorers on the test splits at the floor chosen on dev (the README pipeline's
+    hybrid, as the dev table above it); then each one's paired difference in *picked right*
+    (no floor, answerable questions) against the first named, on dev and on test."""
+    print("| set (test) | scorer | floor (dev) | coverage | delivered error | escalated (unans.) "
+          "| right at the floor |\n|---|---|---|---|---|---|---|")
+    deltas = []
+    for name in SPLITS:
+        rows = {split: candidates(name, reader, e5, None, late, split)
+                for split in ("dev", "test")}
+        right = {split: {label: {i: float(r) for i, (a, r, _) in
+                                 enumerate(picked(found, SCORERS[label])) if a}
+                         for label in names} for split, found in rows.items()}
+        for label in names:
+            floor = dev_floor(picked(rows["dev"], SCORERS[label]))
+            m = at_floor(picked(rows["test"], SCORERS[label]), floor)
+            print(f"| {name} ({SPLITS[name]['test']}) | {label} | {floor:.4f} | "
+                  + " | ".join(f"{v:.3f}" for v in m.values()) + " |")
+            if label != names[0]:
+                deltas.append(f"| {name} | {label} | " + " | ".join(
+                    "{:+.3f} [{:+.3f}, {:+.3f}]".format(*paired_bootstrap(
+                        right[split][names[0]], right[split][label])) for split in ("dev", "test"))
+                    + " |")
+    print(f"\n| set | scorer | Δ picked right vs {names[0]}, dev | Δ, test |\n|---|---|---|---|")
+    print("\n".join(deltas))
+
+
 # (label, top_only, judged): which unit is the answer, and how much of its text is delivered
 PICKERS = [("best unit read", False, "right"), ("its paragraph", False, "paragraph right"),
            ("top passage's best unit", True, "right"),
            ("top passage's best unit's paragraph", True, "paragraph right")]
 SCORERS = {"shipped (MiniLM cosine + 0.05/rank)": lambda u: u["shipped"],
            "e5-small query/passage cosine": lambda u: u["e5"],
-           "shipped + e5": lambda u: u["shipped"] + u["e5"]}
+           "shipped + e5": lambda u: u["shipped"] + u["e5"],
+           "MaxSim, unit alone": lambda u: u["alone"],
+           "MaxSim, unit read in its passage": lambda u: u["context"],
+           "MaxSim in its passage + 0.05/rank": lambda u: u["context"] + 0.05 / u["rank"]}
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--test-once", nargs="+", choices=list(SCORERS), metavar="SCORER")
+    args = parser.parse_args()
     reader = default_extractive_reader(min_span_score=None)
     e5 = Encoder("prefix_encoder", show_progress=False)
+    late = MaxSimScorer(dense_weight=0.0, token_cache_mb=1024)
+    if args.test_once:
+        return test_once(args.test_once, reader, e5, late)
     print(f"profile {models.active_profile()}, dev splits; reader {reader}")
     print(f"| set (dev) | scorer | picked right | oracle | max coverage at delivered error "
           f"≤ {BAR:.0%} |\n|---|---|---|---|---|")
-    picked_rows = []
+    picked_rows, reranked_rows = [], []
     for name in SPLITS:
         t = time.perf_counter()
-        rows = candidates(name, reader, e5)
+        rows = candidates(name, reader, e5, late=late)
+        reranked = candidates(name, reader, e5, CrossEncoderReranker(), late)
         for label, scorer in SCORERS.items():
-            picked, oracle, coverage = measure(rows, scorer)
-            print(f"| {name} ({SPLITS[name]['dev']}) | {label} | {picked:.3f} | {oracle:.3f} "
-                  f"| {coverage:.3f} |")
+            for found, out in ((rows, None), (reranked, reranked_rows)):
+                picked, oracle, coverage = measure(found, scorer)
+                line = (f"| {name} ({SPLITS[name]['dev']}) | {label} | {picked:.3f} | "
+                        f"{oracle:.3f} | {coverage:.3f} |")
+                print(line) if out is None else out.append(line)
         shipped = SCORERS["shipped (MiniLM cosine + 0.05/rank)"]
-        for second, found in (("hybrid", rows),
-                              ("hybrid + MaxSim", candidates(name, reader, e5,
-                                                             CrossEncoderReranker()))):
+        for second, found in (("hybrid", rows), ("hybrid + MaxSim", reranked)):
             for label, top_only, judged in PICKERS:
                 picked, _, coverage = measure(found, shipped, top_only, judged)
                 picked_rows.append(f"| {name} ({SPLITS[name]['dev']}) | {second} | {label} "
@@ -123,7 +209,10 @@ def main():
     print(f"\n| set (dev) | retrieval | answer (shipped score) | picked right | max coverage at "
           f"delivered error ≤ {BAR:.0%} |\n|---|---|---|---|---|")
     print("\n".join(picked_rows))
-
+    print(f"\nThe scorers again over hybrid + MaxSim (the passages the second stage orders):\n"
+          f"| set (dev) | scorer | picked right | oracle | max coverage at delivered error "
+          f"≤ {BAR:.0%} |\n|---|---|---|---|---|")
+    print("\n".join(reranked_rows))
 
 if __name__ == "__main__":
     main()

@@ -61,6 +61,9 @@ VARIANTS: dict[str, dict] = {
                                               "fragment_paragraphs": True,
                                               "min_span_score": None},
     "old-default": {**OLD, "min_span_score": 0.5605},
+    # scoring="late": a unit scored by MaxSim over its passage's token vectors (no rank prior,
+    # no floor: the shipped ones were calibrated for cosines)
+    "late": {"scoring": "late", "min_span_score": None},
 }
 
 

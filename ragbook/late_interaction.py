@@ -26,7 +26,6 @@ should hold by default).
 """
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -36,6 +35,7 @@ from .checks import check_k
 from .component import Component
 from .embeddings import Encoder
 from .rerank import CrossEncoderReranker
+from .shipped import text_key
 
 __all__ = ["maxsim", "maxsim_alignment", "MaxSimScorer", "MaxSimReranker"]
 
@@ -103,7 +103,7 @@ class MaxSimScorer(Component):
         dropped, as the encoder reads the text (its prefix for ``kind``, its ``max_length``)."""
         fmt = self.encoder.format_query if kind == "query" else self.encoder.format_passage
         texts = [fmt(t) for t in texts]
-        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        keys = [text_key(t) for t in texts]
         out = [self._tokens.get(k) for k in keys]
         todo = sorted({k: t for k, t, o in zip(keys, texts, out, strict=True) if o is None}.items())
         if todo:
@@ -131,6 +131,35 @@ class MaxSimScorer(Component):
                               max_length=self.encoder.max_length or model.max_seq_length,
                               )["input_ids"]
         return model.tokenizer.convert_ids_to_tokens(ids)[1:-1]
+
+    def span_scores(self, question: str, passage: str,
+                    spans: Sequence[tuple[int, int]]) -> list[float]:
+        """MaxSim of ``question`` against each ``(start, end)`` character span of ``passage``
+        *as read in the passage*: every question token's best cosine with a passage token
+        that lies inside the span — the passage's own token vectors, each made with its
+        neighbours in view — averaged over the question's tokens. What a span reader wants
+        from a bi-encoder: the span is scored by words read in context, not re-embedded
+        alone. A span past the encoder's ``max_length`` has no such token and is scored
+        alone (its own token vectors)."""
+        spans = list(spans)
+        if not spans:
+            return []
+        enc = self.encoder
+        text = enc.format_passage(passage)
+        shift = len(text) - len(passage)      # a passage prefix comes before every offset
+        offsets = enc.model.tokenizer(text, truncation=True, return_offsets_mapping=True,
+                                      max_length=enc.max_length or enc.model.max_seq_length,
+                                      )["offset_mapping"][1:-1]
+        tokens = self.token_vectors([passage])[0]
+        offsets = offsets[:len(tokens)]
+        sims = self.token_vectors([question], "query")[0] @ tokens.T
+        inside = [[i for i, (a, z) in enumerate(offsets) if z > a and z - shift > start
+                   and a - shift < end] for start, end in spans]
+        alone = [passage[start:end] for (start, end), rows in zip(spans, inside, strict=True)
+                 if not rows]
+        alone = iter(self.parts([(question, t) for t in alone])[1] if alone else [])
+        return [float(sims[:, rows].max(axis=1).mean()) if rows else float(next(alone))
+                for rows in inside]
 
     def parts(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
         """``(dense cosine, maxsim)`` per pair, the two scores the blend mixes."""
