@@ -85,6 +85,7 @@ def _values():
                     chunk_documents(HC.documents[:2], size=256, overlap=0)),
         "documents": (HC.documents[:3], HC.documents[:2]),
         "analyzer": (None, MILVUS_STANDARD),
+        "scoring": ("cosine", "late"),
     }
 
 

@@ -560,7 +560,7 @@ def test_reader_settings_and_fingerprints_need_no_model(no_model_loads):
     assert SentenceReader().settings() == {"encoder": None, "min_span_score": None,
                                            "min_words": 3, "rank_weight": 0.0,
                                            "whole_units": True, "skip_references": True,
-                                           "fragment_paragraphs": True}
+                                           "fragment_paragraphs": True, "scoring": "cosine"}
     assert GenerativeReader(keep=2).settings()["keep"] == 2
     assert ExtractiveReader(min_span_score=0.2).settings()["min_span_score"] == 0.2
     assert repr(SentenceReader(min_span_score=0.5)) == "SentenceReader(min_span_score=0.5)"
