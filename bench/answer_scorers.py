@@ -194,11 +194,10 @@ def main():
         rows = candidates(name, reader, e5, late=late)
         reranked = candidates(name, reader, e5, CrossEncoderReranker(), late)
         for label, scorer in SCORERS.items():
-            for found, out in ((rows, None), (reranked, reranked_rows)):
-                picked, oracle, coverage = measure(found, scorer)
-                line = (f"| {name} ({SPLITS[name]['dev']}) | {label} | {picked:.3f} | "
-                        f"{oracle:.3f} | {coverage:.3f} |")
-                print(line) if out is None else out.append(line)
+            lines = [f"| {name} ({SPLITS[name]['dev']}) | {label} | " + " | ".join(
+                f"{v:.3f}" for v in measure(found, scorer)) + " |" for found in (rows, reranked)]
+            print(lines[0])
+            reranked_rows.append(lines[1])
         shipped = SCORERS["shipped (MiniLM cosine + 0.05/rank)"]
         for second, found in (("hybrid", rows), ("hybrid + MaxSim", reranked)):
             for label, top_only, judged in PICKERS:
@@ -213,6 +212,7 @@ def main():
           f"| set (dev) | scorer | picked right | oracle | max coverage at delivered error "
           f"≤ {BAR:.0%} |\n|---|---|---|---|---|")
     print("\n".join(reranked_rows))
+
 
 if __name__ == "__main__":
     main()
