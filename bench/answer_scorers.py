@@ -201,9 +201,9 @@ def main():
         shipped = SCORERS["shipped (MiniLM cosine + 0.05/rank)"]
         for second, found in (("hybrid", rows), ("hybrid + MaxSim", reranked)):
             for label, top_only, judged in PICKERS:
-                picked, _, coverage = measure(found, shipped, top_only, judged)
+                right, _, coverage = measure(found, shipped, top_only, judged)
                 picked_rows.append(f"| {name} ({SPLITS[name]['dev']}) | {second} | {label} "
-                                   f"| {picked:.3f} | {coverage:.3f} |")
+                                   f"| {right:.3f} | {coverage:.3f} |")
         print(f"<!-- {name}: {time.perf_counter() - t:.0f} s -->")
     print(f"\n| set (dev) | retrieval | answer (shipped score) | picked right | max coverage at "
           f"delivered error ≤ {BAR:.0%} |\n|---|---|---|---|---|")
