@@ -98,16 +98,30 @@ class MaxSimScorer(Component):
         self.token_cache_mb = check_k(token_cache_mb, "token_cache_mb")
         self._tokens = _TokenCache(token_cache_mb * 2 ** 20)
 
+    def _token_model(self):
+        """The encoder's sentence-transformers model, the only kind that gives token vectors
+        and character offsets; a ``TypeError`` saying what to use instead for any other."""
+        model = getattr(self.encoder, "model", None)
+        if not (hasattr(model, "tokenizer") and hasattr(self.encoder, "format_passage")):
+            name = getattr(self.encoder, "model_id", type(self.encoder).__name__)
+            raise TypeError(
+                f"MaxSim reads token vectors, which only a sentence-transformers model gives; "
+                f"the encoder {name!r} runs a {type(model).__name__}, which has none. Give it "
+                f"a ragbook Encoder whose model is a sentence-transformers one (Encoder(), the "
+                f"profile's 'encoder' role), or score without MaxSim: "
+                f"SentenceReader(scoring='cosine'), a CrossEncoderReranker")
+        return model
+
     def token_vectors(self, texts: Sequence[str], kind: str = "passage") -> list[np.ndarray]:
         """One (tokens, dim) matrix of unit rows per text, ``[CLS]``/``[SEP]``/padding
         dropped, as the encoder reads the text (its prefix for ``kind``, its ``max_length``)."""
+        model = self._token_model()
         fmt = self.encoder.format_query if kind == "query" else self.encoder.format_passage
         texts = [fmt(t) for t in texts]
         keys = [text_key(t) for t in texts]
         out = [self._tokens.get(k) for k in keys]
         todo = sorted({k: t for k, t, o in zip(keys, texts, out, strict=True) if o is None}.items())
-        if todo:
-            model = self.encoder.model   # shared: the input length travels with the call
+        if todo:                     # the model is shared: the input length travels with the call
             length = self.encoder.max_length or model.max_seq_length
             mats = model.encode([t for _, t in todo], output_value="token_embeddings",
                                 batch_size=self.encoder.batch_size, show_progress_bar=False,
@@ -125,8 +139,8 @@ class MaxSimScorer(Component):
         """The tokenizer's word pieces of ``text``, one per row ``token_vectors`` gives it
         (same prefix, same ``max_length``, ``[CLS]``/``[SEP]`` dropped): the names an
         explanation shows for each row."""
+        model = self._token_model()
         fmt = self.encoder.format_query if kind == "query" else self.encoder.format_passage
-        model = self.encoder.model
         ids = model.tokenizer(fmt(text), truncation=True,
                               max_length=self.encoder.max_length or model.max_seq_length,
                               )["input_ids"]
@@ -144,12 +158,12 @@ class MaxSimScorer(Component):
         spans = list(spans)
         if not spans:
             return []
-        enc = self.encoder
+        enc, model = self.encoder, self._token_model()
         text = enc.format_passage(passage)
         shift = len(text) - len(passage)      # a passage prefix comes before every offset
-        offsets = enc.model.tokenizer(text, truncation=True, return_offsets_mapping=True,
-                                      max_length=enc.max_length or enc.model.max_seq_length,
-                                      )["offset_mapping"][1:-1]
+        offsets = model.tokenizer(text, truncation=True, return_offsets_mapping=True,
+                                  max_length=enc.max_length or model.max_seq_length,
+                                  )["offset_mapping"][1:-1]
         tokens = self.token_vectors([passage])[0]
         offsets = offsets[:len(tokens)]
         sims = self.token_vectors([question], "query")[0] @ tokens.T

