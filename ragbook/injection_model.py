@@ -31,10 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from .checks import check_threshold
-from .component import Component
 from .datasets import load_ninja
-from .embeddings import Encoder
-from .injection import normalise
+from .injection import E5Signal, normalise
 from .text import sentence_spans
 
 __all__ = ["MeaningSignal", "WEIGHTS", "WEIGHTS_SHA256", "load_weights", "fit_weights",
@@ -145,7 +143,7 @@ def train(rows: Sequence[dict], encoder, negatives: Sequence[str] = (), c: float
     return fit_weights(features(texts, encoder), labels, c=c)
 
 
-class MeaningSignal(Component):
+class MeaningSignal(E5Signal):
     """A sentence is an instruction to the model when the logistic regression on its
     multilingual E5 vector (``weights``: None = the shipped ``injection_model.npz``, or a
     dict from ``fit_weights``) gives probability ``min_probability`` or more; a pattern
@@ -158,15 +156,6 @@ class MeaningSignal(Component):
         self.min_probability = check_threshold(min_probability, "min_probability")
         self.clear_below = check_threshold(clear_below, "clear_below")
 
-    @property
-    def encoder(self):
-        """The encoder given, else multilingual E5 (made on first use)."""
-        if self._encoder is not None:
-            return self._encoder
-        if getattr(self, "_default", None) is None:  # not a setting
-            self._default = Encoder("prefix_encoder", profile="offline", show_progress=False)
-        return self._default
-
     def _weights(self) -> dict:
         if self.weights is not None:
             return self.weights
@@ -176,8 +165,7 @@ class MeaningSignal(Component):
 
     def _fingerprint_extra(self) -> dict:
         extra = {"weights_sha256": WEIGHTS_SHA256} if self.weights is None else {}
-        return extra if self._encoder is not None else {**extra,
-                                                        "encoder": self.encoder.fingerprint}
+        return {**extra, **super()._fingerprint_extra()}
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """Each (normalised) text's probability of being written to the model."""
