@@ -218,6 +218,11 @@ def test_default_extractive_reader_offline_is_the_sentence_reader():
     from ragbook.readers import SentenceReader, default_extractive_reader
 
     assert isinstance(default_extractive_reader("offline", min_span_score=0.3), SentenceReader)
+    # a setting neither reader takes (a typo) is refused by name, not dropped offline
+    with pytest.raises(TypeError, match=r"\['scorng'\].*scoring"):
+        default_extractive_reader("offline", scorng="late")
+    # one only ExtractiveReader takes is accepted and unused offline, as documented
+    assert default_extractive_reader("offline", max_length=128).scoring == "cosine"
 
 
 def test_the_offline_default_abstains_at_the_calibrated_threshold(monkeypatch):

@@ -7,6 +7,7 @@ the abstention floor calibrated for the offline encoder (``OFFLINE_MIN_SPAN_SCOR
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -197,6 +198,12 @@ def default_extractive_reader(profile: str | None = None, **settings) -> BaseSpa
     abstain. Settings only ``ExtractiveReader`` has (``max_length``, ``overlap``, ...) are
     not used offline. Nothing is loaded here.
     """
+    span_settings = set(inspect.signature(ExtractiveReader).parameters) - {"model", "profile"}
+    unknown = sorted(set(settings) - span_settings - set(_SENTENCE_SETTINGS))
+    if unknown:                   # a typo would otherwise be dropped offline without a word
+        raise TypeError(f"default_extractive_reader() got unknown setting(s) {unknown}; the "
+                        f"offline SentenceReader takes {', '.join(_SENTENCE_SETTINGS)} and "
+                        f"ExtractiveReader {', '.join(sorted(span_settings))}")
     try:
         models.resolve("span_reader", profile)
     except models.ModelUnavailableError:
