@@ -345,7 +345,6 @@ class EmbeddingSignal(E5Signal):
     def __init__(self, encoder=None, min_cosine: float = 0.92):
         self._encoder, self.min_cosine = encoder, check_threshold(min_cosine, "min_cosine")
 
-
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """Each text's highest cosine to a prototype."""
         if not texts:

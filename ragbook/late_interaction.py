@@ -104,9 +104,10 @@ class MaxSimScorer(Component):
         model = getattr(self.encoder, "model", None)
         if not (hasattr(model, "tokenizer") and hasattr(self.encoder, "format_passage")):
             name = getattr(self.encoder, "model_id", type(self.encoder).__name__)
+            runs = f"runs a {type(model).__name__}" if model is not None else "has no .model"
             raise TypeError(
                 f"MaxSim reads token vectors, which only a sentence-transformers model gives; "
-                f"the encoder {name!r} runs a {type(model).__name__}, which has none. Give it "
+                f"the encoder {name!r} {runs}, which gives none. Give it "
                 f"a ragbook Encoder whose model is a sentence-transformers one (Encoder(), the "
                 f"profile's 'encoder' role), or score without MaxSim: "
                 f"SentenceReader(scoring='cosine'), a CrossEncoderReranker")

