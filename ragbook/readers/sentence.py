@@ -175,8 +175,6 @@ OFFLINE_RANK_WEIGHT = 0.05
 # produced it: that model alone.
 OFFLINE_MIN_SPAN_SCORE = 0.6201
 OFFLINE_SENTENCE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
-_SENTENCE_SETTINGS = ("min_span_score", "min_words", "rank_weight", "whole_units",
-                      "skip_references", "fragment_paragraphs", "scoring")
 #: how ``SentenceReader`` scores a unit (its ``scoring`` setting)
 SCORINGS = ("cosine", "late")
 
@@ -198,17 +196,20 @@ def default_extractive_reader(profile: str | None = None, **settings) -> BaseSpa
     abstain. Settings only ``ExtractiveReader`` has (``max_length``, ``overlap``, ...) are
     not used offline. Nothing is loaded here.
     """
-    span_settings = set(inspect.signature(ExtractiveReader).parameters) - {"model", "profile"}
-    unknown = sorted(set(settings) - span_settings - set(_SENTENCE_SETTINGS))
+    span_settings = [n for n in inspect.signature(ExtractiveReader).parameters
+                     if n not in ("model", "profile")]
+    sentence_settings = [n for n in inspect.signature(SentenceReader).parameters
+                         if n != "encoder"]
+    unknown = sorted(set(settings) - set(span_settings) - set(sentence_settings))
     if unknown:                   # a typo would otherwise be dropped offline without a word
         raise TypeError(f"default_extractive_reader() got unknown setting(s) {unknown}; the "
-                        f"offline SentenceReader takes {', '.join(_SENTENCE_SETTINGS)} and "
-                        f"ExtractiveReader {', '.join(sorted(span_settings))}")
+                        f"offline SentenceReader takes {', '.join(sentence_settings)} and "
+                        f"ExtractiveReader {', '.join(span_settings)}")
     try:
         models.resolve("span_reader", profile)
     except models.ModelUnavailableError:
         encoder = Encoder(profile=profile)
-        chosen = {k: v for k, v in settings.items() if k in _SENTENCE_SETTINGS}
+        chosen = {k: v for k, v in settings.items() if k in sentence_settings}
         if encoder.model_id == OFFLINE_SENTENCE_ENCODER and chosen.get("scoring",
                                                                       "cosine") == "cosine":
             chosen.setdefault("rank_weight", OFFLINE_RANK_WEIGHT)
