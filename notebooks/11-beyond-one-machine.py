@@ -66,6 +66,7 @@ from ragbook.chunking import chunk_documents
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex, EncoderMismatchError
 from ragbook.evaluate import bootstrap_ci, paired_bootstrap, per_query, retrieve_run
+from ragbook.filters import date_key
 from ragbook.fusion import HybridRetriever
 from ragbook.milvus_retriever import MilvusRetriever
 from ragbook.pipeline import Pipeline
@@ -120,8 +121,11 @@ print("consistency:", schema["consistency_level_name"], "| properties:",
 # the key; and a list in the metadata (`access: ["public", "internal"]`) is a set of values
 # that equals no single value, so each `==` also asks `json_contains_any`, and `$ne` negates the
 # whole test — an access filter `access != internal` that forgot lists would show that page.
-# Orderings take numbers or ISO dates, never text; Milvus compares strings as text
-# (`"later" >= "2025-01-01"` holds), so a date also asks that the stored text look like one.
+# Orderings take numbers or ISO dates, never text. Milvus compares strings as text, and dates
+# as people write them do not sort as times: `"2025-06-01 12:00" < "2025-06-01T09:30"` as text
+# (a space sorts before `T`). So each row keeps its dates a second time, in a `dates` JSON
+# field, as fixed-width text whose order is time order (`filters.date_key`), and a date
+# ordering compares that field with the bound written the same way.
 
 # %%
 def quote(text):
@@ -153,8 +157,8 @@ def to_expression(where):
                 terms.append(any_of(path, value if op == "$in" else [value]))
             elif op == "$ne":
                 terms.append(f"({path} is null or not {any_of(path, [value])})")
-            elif isinstance(value, str):   # an ISO date: the stored text must look like one
-                terms.append(f'({path} like "____-__-__%" and {path} {ops[op]} {literal(value)})')
+            elif isinstance(value, str):   # an ISO date: compare the fixed-width copy
+                terms.append(f"dates[{quote(key)}] {ops[op]} {quote(date_key(value))}")
             else:
                 terms.append(f"{path} {ops[op]} {literal(value)}")
     return " and ".join(terms)

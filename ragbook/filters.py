@@ -34,22 +34,29 @@ False
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check_metadata", "validate_where", "matches", "translate_where", "scoped",
-           "filter_keys", "OPERATORS"]
+__all__ = ["check_metadata", "own_metadata", "date_key", "validate_where", "matches",
+           "translate_where", "scoped", "filter_keys", "OPERATORS"]
 
 
 _SCALARS = (str, bool, int, float, type(None))
+INT64 = (-2**63, 2**63 - 1)          # the integers every store (Milvus's JSON too) holds exactly
+MAX_DEPTH = 32                       # nested $and levels a filter may have
 
 
 def _check_scalar(v: Any, where: str) -> None:
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"{where} is {v!r}; metadata numbers must be finite")
+    if isinstance(v, int) and not isinstance(v, bool) and not INT64[0] <= v <= INT64[1]:
+        raise ValueError(f"{where} is {v}, outside the int64 range (-2**63 .. 2**63-1) that "
+                         f"every store compares exactly; store it as a str (it then compares "
+                         f"by equality only)")
     if not isinstance(v, _SCALARS) or isinstance(v, np.generic):
         hint = (" (store dates as ISO strings like '2025-06-01': they compare correctly)"
                 if hasattr(v, "isoformat") else "")
@@ -75,7 +82,14 @@ def check_metadata(metadata: Any, item_id: str = "?") -> dict:
                 _check_scalar(v, f"an element of {where}")
         else:
             _check_scalar(value, where)
-    return dict(metadata)
+    return own_metadata(metadata)
+
+
+def own_metadata(metadata: Mapping[str, Any]) -> dict:
+    """A copy of checked ``metadata`` that shares no mutable value with it (lists copied;
+    tuples and scalars are immutable): an index keeps its own, and a Hit hands out its own,
+    so changing one afterwards cannot move an item into or out of a scope."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in metadata.items()}
 
 
 _OPS = {"$eq": lambda v, a: v == a, "$ne": lambda v, a: v != a,
@@ -87,7 +101,7 @@ _RANGES = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = tuple(_OPS)
 
 
-def validate_where(where: Any) -> dict | None:
+def validate_where(where: Any, _depth: int = 0) -> dict | None:
     """Check a filter and return it as a dict (None or {} mean no filter).
 
     The language: ``{key: value}`` (equality), ``{key: [v1, v2]}`` (one of), or
@@ -112,7 +126,10 @@ def validate_where(where: Any) -> dict | None:
                                                               for c in cond):
                 raise TypeError(f"where['$and'] must be a list of filters (mappings), got "
                                 f"{cond!r:.60}")
-            out[key] = [validate_where(c) for c in cond]
+            if _depth >= MAX_DEPTH:
+                raise ValueError(f"the filter nests '$and' more than {MAX_DEPTH} levels deep; "
+                                 f"'$and' is associative: list every filter in one '$and'")
+            out[key] = [validate_where(c, _depth + 1) for c in cond]
             continue
         if key.startswith("$"):
             raise ValueError(f"{key!r} is not part of the filter language: only '$and' "
@@ -144,7 +161,7 @@ def _check_op(key: str, op: Any, arg: Any) -> None:
             _check_scalar(a, f"a value in where[{key!r}][{op!r}]")
     elif op in _RANGES:
         if isinstance(arg, str) and _as_date(arg) is None:
-            fix = (f"write {arg.strip()}" if _number(arg.strip()) is not None
+            fix = (f"write {arg.strip()}" if _NUMBER.fullmatch(arg.strip())
                    else "write a number, or a date as '2025-06-01'")
             raise ValueError(f"where[{key!r}][{op!r}] = {arg!r:.40} is text; {op} compares "
                              f"numbers or ISO dates, never text (as text '10' < '3'): {fix}")
@@ -152,6 +169,8 @@ def _check_op(key: str, op: Any, arg: Any) -> None:
                 isinstance(arg, float) and not math.isfinite(arg)):
             raise TypeError(f"where[{key!r}][{op!r}] must be a finite number or an ISO date "
                             f"('2025-06-01'), got {arg!r:.40}")
+        if isinstance(arg, int):
+            _check_scalar(arg, f"where[{key!r}][{op!r}]")
     else:
         _check_scalar(arg, f"where[{key!r}][{op!r}]")
 
@@ -204,17 +223,14 @@ def _holds(op: str, value: Any, arg: Any) -> bool:
         if isinstance(value, (list, tuple)):
             return False                     # an ordering never holds for a list
         v, a = _comparable(values[0]), _comparable(arg)
-        if v is None or a is None or type(v) is not type(a):
+        if v is None or a is None or v[0] != a[0]:
             return False
-        return _OPS[op](v, a)
+        return _OPS[op](v[1], a[1])
     return any(_OPS[op](v, arg) for v in values)
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+# a plain decimal literal, the only text a "write it as a number" hint may repeat
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 
 
 def _as_date(text: str) -> datetime | None:
@@ -228,14 +244,29 @@ def _as_date(text: str) -> datetime | None:
         return None
 
 
-def _comparable(x: Any) -> float | datetime | None:
-    """What an ordering compares: a number as float (a stored bool as 1 or 0, as Python and
+def date_key(value: Any) -> str | None:
+    """The ISO date ``value`` as fixed-width text whose text order is time order
+    (``'2025-06-01 12:00'`` -> ``'2025-06-01T12:00:00.000000'``), or None when it is not
+    one: what a store that compares dates as text (Milvus) keeps and compares instead of the
+    text as written, where a space, a missing seconds field or an offset would sort wrong.
+
+    >>> date_key("2025-06-01"), date_key("later")
+    ('2025-06-01T00:00:00.000000', None)
+    """
+    date = _as_date(value) if isinstance(value, str) else None
+    return None if date is None else date.isoformat(timespec="microseconds")
+
+
+def _comparable(x: Any) -> tuple[str, int | float | datetime] | None:
+    """What an ordering compares, with its kind: a number as itself (int and float compare
+    exactly in Python, so 2**53 + 1 stays above 2**53; a stored bool as 1 or 0, as Python and
     Milvus both count it; a bool *bound* is refused by ``validate_where``), an ISO date
     string as a datetime; None for anything else (text), which no ordering holds for."""
     if isinstance(x, (int, float)):
-        return float(x)
+        return "number", int(x) if isinstance(x, bool) else x
     if isinstance(x, str):
-        return _as_date(x)
+        date = _as_date(x)
+        return None if date is None else ("date", date)
     return None
 
 

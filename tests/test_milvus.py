@@ -65,8 +65,7 @@ def unit_rows(n, dim=8, seed=0):
      '(metadata["plan"] is not null and not (metadata["plan"] == "free" or '
      'json_contains_any(metadata["plan"], ["free"])))'),
     ({"updated": {"$gte": "2025-01-01"}, "n": {"$lt": 2.5}},
-     '(metadata["updated"] like "____-__-__%" and metadata["updated"] >= "2025-01-01") and '
-     'metadata["n"] < 2.5'),
+     'dates["updated"] >= "2025-01-01T00:00:00.000000" and metadata["n"] < 2.5'),
     ({"owner": {"$ne": None}}, 'metadata["owner"] is not null'),
     ({"plan": {"$nin": []}}, ""),
     ({"plan": []}, MATCH_NOTHING),
@@ -153,6 +152,9 @@ def test_bad_settings_are_refused_before_connecting():
 # -- the store against Milvus Lite -----------------------------------------------------------
 METADATA_VALUES = ["current", "superseded", 'say "hi"', "back\\slash", "two\nlines", "café",
                    "2025-06-01", "2024-12-31", "2025", "later", 0, 1, 3, -2, 2.5, 1e-7, True,
+                   # one instant written five ways, and others that sort wrong as text
+                   "2025-06-01 12:00", "2025-06-01T12:00:00", "2025-06-01T12:00:00.000+02:00",
+                   "2025-06-01T09:30Z", "2024-12-31 23:59:59.5", 2**53 + 1,
                    False, None, ["a", "b"], ("x", 1), ["current", "superseded"], [],
                    ["2025-06-01"], [None, "a"]]
 
@@ -171,7 +173,8 @@ def random_where(rng):
         if op in ("$in", "$nin", "list"):
             value = rng.sample(scalars, rng.randint(0, 3))
         elif op in ("$gt", "$gte", "$lt", "$lte"):
-            value = rng.choice([0, 1, 2.5, -3, "2025-01-01", "2024-12-31T08:00"])
+            value = rng.choice([0, 1, 2.5, -3, 2**53, "2025-01-01", "2024-12-31T08:00",
+                                "2025-06-01T12:00", "2025-06-01 09:30:00", "2025-06-01"])
         else:
             value = rng.choice(scalars)
         where[key] = value if op == "bare" else value if op == "list" else {op: value}

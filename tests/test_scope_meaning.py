@@ -41,8 +41,8 @@ def values_of(meta, key):
 
 
 def number_or_date(x):
-    if isinstance(x, (int, float)):          # a stored bool counts as 1 or 0
-        return ("number", float(x))
+    if isinstance(x, (int, float)):          # a stored bool counts as 1 or 0; ints exact
+        return ("number", int(x) if isinstance(x, bool) else x)
     if isinstance(x, str):
         try:
             return ("date", datetime.fromisoformat(x).replace(tzinfo=None)) if len(x) >= 10 \
@@ -85,7 +85,9 @@ def as_filter(terms):
 
 # -- generated metadata, scopes and filters ----------------------------------------------------
 scalar = st.one_of(st.sampled_from(GROUPS), st.integers(0, 12), st.booleans(), st.none(),
-                   st.sampled_from(["3", "10", "2025-06-01", "2024-12-31T23:00"]))
+                   st.sampled_from([2**53, 2**53 + 1, 2.0**53]),    # exact past a float's 53 bits
+                   st.sampled_from(["3", "10", "2025-06-01", "2024-12-31T23:00",
+                                    "2025-06-01 12:00", "2025-06-01T12:00:00+02:00"]))
 meta_value = st.one_of(scalar, st.lists(st.one_of(st.sampled_from(GROUPS), st.none()),
                                         max_size=3))
 metadata = st.dictionaries(st.sampled_from(["access", "level", "updated", "аccess"]),
@@ -94,7 +96,8 @@ term = st.one_of(
     st.tuples(st.just("access"), st.sampled_from(["$eq", "$ne"]), st.sampled_from(GROUPS)),
     st.tuples(st.just("access"), st.sampled_from(["$in", "$nin"]),
               st.lists(st.sampled_from(GROUPS), min_size=1, max_size=3)),
-    st.tuples(st.just("level"), st.sampled_from(list(RANGES)), st.integers(0, 12)),
+    st.tuples(st.just("level"), st.sampled_from(list(RANGES)),
+              st.one_of(st.integers(0, 12), st.just(2**53))),
     st.tuples(st.just("updated"), st.sampled_from(list(RANGES)),
               st.sampled_from(["2025-01-01", "2025-06-01T12:00"])))
 
@@ -149,19 +152,25 @@ def corpus(seed=0, n=40):
               ["customer", "secret"], [], ["public", None], 3, True]
     docs = []
     for i in range(n):
-        meta = {"access": rng.choice(values), "level": rng.choice([1, 3, 5, "2", "10", None]),
-                "updated": rng.choice(["2024-05-01", "2025-03-01", "2025-09-30", "later"])}
+        meta = {"access": rng.choice(values),
+                "level": rng.choice([1, 3, 5, "2", "10", None, 2**53, 2**53 + 1]),
+                "updated": rng.choice(["2024-05-01", "2025-03-01", "2025-09-30", "later",
+                                       # instants that sort wrong as the text they are written in
+                                       "2025-03-01 12:00", "2025-03-01T09:30:00+02:00",
+                                       "2025-03-01T10:00Z", "2025-03-01T09:00:00.5"])}
         meta = {k: v for k, v in meta.items() if v is not None or rng.random() < 0.5}
         docs.append(Document(f"doc-{i}", f"Refund policy note {i}: refunds and invoices "
                              f"for plan {i % 4}.", metadata=meta))
     return docs
 
 
-def cases(seed=1, n=25):
+def cases(seed=1, n=40):
     rng = random.Random(seed)
     scopes = [[("access", "$nin", ["internal", "secret"])], [("access", "$in", ["public"])],
               [("access", "$ne", "internal")], [("level", "$lte", 3)],
-              [("access", "$eq", "public"), ("updated", "$gte", "2025-01-01")]]
+              [("access", "$eq", "public"), ("updated", "$gte", "2025-01-01")],
+              [("updated", "$lte", "2025-03-01T09:45")], [("updated", "$gt", "2025-03-01 09:30")],
+              [("level", "$lte", 2**53)]]
     wheres = [[], [("access", "$ne", "public")], [("access", "$in", ["internal", "secret"])],
               [("level", "$gt", 1)], [("access", "$nin", ["public"])]]
     return [(rng.choice(scopes), rng.choice(wheres)) for _ in range(n)]
@@ -213,3 +222,56 @@ def test_no_milvus_search_returns_an_item_outside_the_scope(encoder, tmp_path):
     with MilvusRetriever(encoder, MilvusStore(tmp_path / "lite.db")).build(DOCS) as milvus:
         for mode in ("dense", "bm25", "hybrid"):
             check_retriever(milvus.with_mode(mode))
+
+
+# -- the second probe: what a later edit, a number's size or a server key could still do ------
+def test_a_hit_or_a_document_edited_afterwards_cannot_move_an_item_into_a_scope():
+    doc = Document("d1", "refund policy", metadata={"access": ["internal"], "tier": "x"})
+    index = BM25Index().build([doc, Document("d2", "refund policy", metadata={"access": "public"})])
+    deny = {"access": {"$nin": ["internal"]}}
+    index.search("refund", k=2)[0].metadata["access"].append("public")   # a caller's edit
+    next(h for h in index.search("refund", k=2) if h.doc_id == "d1").metadata["tier"] = "y"
+    doc.metadata["access"].remove("internal")                            # the source's edit
+    assert [h.doc_id for h in index.search("refund", k=2, scope=deny)] == ["d2"]
+    assert next(h for h in index.search("refund", k=2) if h.doc_id == "d1").metadata == \
+        {"access": ["internal"], "tier": "x"}
+
+
+def test_integers_compare_exactly_and_past_64_bits_are_refused():
+    clearance = scoped(None, {"level": {"$lte": 2**53}})
+    assert [matches({"level": v}, clearance) for v in (2**53, 2**53 + 1, 2.0**53)] == \
+        [True, False, True]
+    with pytest.raises(ValueError, match=r"outside the int64 range.*store it as a str"):
+        BM25Index().build([Document("h", "refund", metadata={"level": 10**400})])
+    with pytest.raises(ValueError, match="outside the int64 range"):
+        validate_where({"level": {"$gt": 2**63}})
+
+
+@pytest.mark.parametrize("bound", ["nan", "inf", "３", "1_000"])
+def test_a_text_bound_is_never_answered_with_advice_that_is_refused_too(bound):
+    with pytest.raises(ValueError, match=r"is text.*write a number, or a date"):
+        validate_where({"level": {"$lte": bound}})
+
+
+def test_a_filter_nested_past_the_depth_limit_is_refused_with_a_value_error():
+    deep = {"access": "public"}
+    for _ in range(3000):
+        deep = {"$and": [deep]}
+    with pytest.raises(ValueError, match="nests '\\$and' more than 32 levels"):
+        scoped(None, deep)
+
+
+def test_a_server_scope_key_held_as_none_is_not_widened_by_a_request():
+    from ragbook.serving.policy import narrow_scope
+
+    fixed = {"access": "public", "tenant": None}           # tenant: matches nothing
+    narrowed = narrow_scope(fixed, {"tenant": "acme"})
+    assert not matches({"access": "public", "tenant": "acme"}, scoped(None, narrowed))
+
+
+def test_a_collection_without_comparable_dates_refuses_date_orderings():
+    from ragbook.stores import milvus_filter
+
+    with pytest.raises(ValueError, match="older ragbook.*rebuild it"):
+        milvus_filter({"updated": {"$gte": "2025-01-01"}}, dates=None)
+    assert milvus_filter({"level": {"$gte": 2}}, dates=None) == 'metadata["level"] >= 2'

@@ -70,7 +70,7 @@ def narrow_scope(fixed: Mapping | None, asked) -> dict | None:
                 raise Refused(403, "the request's scope asks for items outside the scope this "
                                    "server grants (for this key); narrow it within that scope, "
                                    "or leave 'scope' out", "permission_error")
-        elif granted is not None:
+        elif key in fixed:           # an operator, a tuple, None (matches nothing): AND it
             operators = True
         merged[key] = value
     return {"$and": [dict(fixed), dict(asked)]} if operators else merged

@@ -2,7 +2,7 @@
 
 Milvus filters a search with a boolean expression over the collection's fields; ragbook
 keeps metadata in one JSON field, so ``{"status": "current"}`` becomes
-``metadata["status"] == "current"``. Four things make the translation more than string
+``metadata["status"] == "current"``. Five things make the translation more than string
 formatting:
 
 * **Missing keys.** ``ragbook.filters.matches`` lets an item without the key pass ``$ne``
@@ -18,6 +18,10 @@ formatting:
   JSON array equals no scalar, so every ``==`` test also asks ``json_contains_any``;
   ``$ne``/``$nin`` are the negation of that whole test,
   so an item with any excluded value is out, as in Python.
+* **Dates.** Milvus orders strings as text, and ISO dates as written do not sort as times
+  (``"2025-06-01 12:00" < "2025-06-01T09:30"`` as text). Each row also keeps its metadata's
+  dates in a ``dates`` JSON field as fixed-width ``filters.date_key`` text, and a date
+  ordering compares that: ``dates["updated"] >= "2025-01-01T00:00:00.000000"``.
 
 >>> milvus_filter({"status": {"$ne": "superseded"}})
 '(metadata["status"] is null or not (metadata["status"] == "superseded" or \
@@ -30,7 +34,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-from ..filters import translate_where
+from ..filters import date_key, translate_where
 
 __all__ = ["milvus_filter", "ids_filter", "any_of", "MATCH_NOTHING"]
 
@@ -65,13 +69,15 @@ def _literal(value: Any, what: str) -> str:
 
 
 def milvus_filter(where: Mapping[str, Any] | None, field: str = "metadata", *,
-                  old_server: bool = False) -> str:
+                  old_server: bool = False, dates: str | None = "dates") -> str:
     """``where`` (the ragbook filter language) as a Milvus boolean expression over the JSON
     ``field``, with the same meaning as ``ragbook.filters.matches``: '' for no filter,
     ``MATCH_NOTHING`` when nothing can pass (``{"k": []}``). A missing key fails every
     condition but ``$ne``/``$nin``, so those add ``is null or``. Values are quoted and
     escaped; one that cannot be written raises, naming the key. ``old_server=True`` writes
-    for a Milvus server before 2.5 (``_old_server_term``).
+    for a Milvus server before 2.5 (``_old_server_term``). A date ordering compares the
+    JSON field ``dates``, where each row keeps its ISO dates as ``filters.date_key`` text
+    (None: a collection written without it, where a date ordering raises).
 
     >>> milvus_filter({"plan": ["pro", "team"], "seats": {"$gte": 10}})
     '(metadata["plan"] == "pro" or metadata["plan"] == "team" or \
@@ -102,7 +108,9 @@ json_contains_any(metadata["plan"], ["pro", "team"])) and metadata["seats"] >= 1
             return f"({path} is null or not {any_of(path, [lit])})"
         if op == "$eq":
             return any_of(path, [lit])
-        return _ordering(path, op, value, lit)
+        if isinstance(value, str):
+            return _date_ordering(key, op, value, dates)
+        return f"{path} {_OPS[op]} {lit}"
 
     terms = [t for t in translate_where(where, term) if t]
     if MATCH_NOTHING in terms:
@@ -110,13 +118,19 @@ json_contains_any(metadata["plan"], ["pro", "team"])) and metadata["seats"] >= 1
     return " and ".join(terms)
 
 
-def _ordering(path: str, op: str, value: Any, lit: str) -> str:
-    """An ordering on a number, or on an ISO date (``validate_where`` refused other text):
-    Milvus compares strings as text, so a date also asks that the stored text be shaped like
-    one (``"later" >= "2025-01-01"`` as text would hold). (A server before 2.5 matches
-    nothing with ``_`` in ``like``, measured on 2.3.5: ``_old_server_term`` refuses dates.)"""
-    cmp = f"{path} {_OPS[op]} {lit}"
-    return f'({path} like "____-__-__%" and {cmp})' if isinstance(value, str) else cmp
+def _date_ordering(key: str, op: str, value: str, dates: str | None) -> str:
+    """An ordering on an ISO date (``validate_where`` refused other text). Milvus compares
+    strings as text, and written dates do not sort as times ('2025-06-01 12:00' is below
+    '2025-06-01T09:30' as text), so the term compares the row's ``dates`` field, which holds
+    every ISO date of its metadata as ``date_key`` text (fixed width: text order is time
+    order), with the bound written the same way; a value that is no date has no entry there,
+    and a comparison with a missing key is false, as in ``matches``."""
+    if dates is None:
+        raise ValueError(f"where[{key!r}][{op!r}] compares dates, but this collection was "
+                         f"written by an older ragbook that kept no comparable dates; rebuild "
+                         f"it (ragbook index ... --out PATH), or filter on numbers (20250601)")
+    path = f"{dates}[{_string(key, f'where key {key!r}')}]"
+    return f"{path} {_OPS[op]} {_string(date_key(value), f'where[{key!r}][{op!r}]')}"
 
 
 def any_of(path: str, literals: list[str]) -> str:
@@ -152,10 +166,9 @@ def _old_server_term(path: str, op: str, value: Any, what: str, key: str) -> str
                          f"filter on the values you want instead (e.g. {{{key!r}: [...]}}), "
                          f"or use Milvus >= 2.5 or Milvus Lite")
     if op in _PY and isinstance(value, str):
-        raise ValueError(f"{what} compares ISO dates, which needs a 'like' pattern with '_' to "
-                         f"tell a date from other text: Milvus servers before 2.5 match "
-                         f"nothing with it; use Milvus >= 2.5 or Milvus Lite, or store the "
-                         f"date as a number (20250601)")
+        raise ValueError(f"{what} compares ISO dates, which ragbook does not filter on "
+                         f"Milvus servers before 2.5 (never measured there); use Milvus >= 2.5 "
+                         f"or Milvus Lite, or store the date as a number (20250601)")
     if op in _PY:
         bools = [f"{path} == {b}" for b, n in (("true", 1), ("false", 0)) if _PY[op](n, value)]
         cmp = f"{path} {_OPS[op]} {_literal(value, what)}"

@@ -179,6 +179,7 @@ class MilvusStore(Component):
                                   analyzer=(self.analyzer or DEFAULT_ANALYZER) if full else None,
                                   bm25_k1=self.bm25_k1, bm25_b=self.bm25_b)
         self.dim_, self.index_, self.properties_, self.bm25_ = dim, self.index, props, full
+        self.dates_ = True
         self._fingerprint, self._next_seq, self._pending = None, 0, name
         if live is None:                      # nothing to protect: live at once
             self._publish()
@@ -190,10 +191,10 @@ class MilvusStore(Component):
         ``FileNotFoundError`` when there is no such collection."""
         c = self.client
         self._abandon()
-        props, bm25 = open_collection(c, self.collection, self.uri_ or self.uri)
+        props, fields = open_collection(c, self.collection, self.uri_ or self.uri)
         self.dim_, self.properties_ = int(props["ragbook.dim"]), props
         self.index_ = props.get("ragbook.index", self.index)
-        self.bm25_ = bm25
+        self.bm25_, self.dates_ = "sparse" in fields, "dates" in fields
         self._fingerprint = self._next_seq = None
         return self
 
@@ -266,14 +267,14 @@ class MilvusStore(Component):
                 f"without one (on a Milvus server before 2.5): rebuild it on this server")
 
     def check_records(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Raise ``ValueError`` for the first record that a Milvus server could not store
-        (naming it, the limit and the fix; ``milvus_rows.check_record``), before anything
-        is embedded or written."""
+        """Raise ``ValueError`` for the first record a Milvus server could not store (naming
+        it, the limit and the fix: ``milvus_rows.check_record``), before any is written."""
         for r in records:
             check_record(r)
 
     def _where(self, where: Mapping[str, Any] | None) -> str:
-        return milvus_filter(where, old_server=not self._full())
+        dates = "dates" if getattr(self, "dates_", True) else None
+        return milvus_filter(where, old_server=not self._full(), dates=dates)
 
     def _ready(self):
         if not hasattr(self, "dim_"):
@@ -298,6 +299,8 @@ class MilvusStore(Component):
         return self._next_seq
 
     def _write(self, method: str, rows: list[dict]) -> None:
+        if not self.dates_:                     # a collection from before the dates field
+            rows = [{k: v for k, v in r.items() if k != "dates"} for r in rows]
         for i in range(0, len(rows), self.batch_size):
             getattr(self.client, method)(self._name, rows[i:i + self.batch_size])
         self._fingerprint = None

@@ -6,7 +6,8 @@ to it that a saved index keeps.
 
 One row per item (``milvus_rows`` converts between rows and records)::
 
-    id (primary key)  doc_id  text  context_chars  start  end  metadata (JSON)  tuples  seq
+    id (primary key)  doc_id  text  context_chars  start  end  metadata (JSON)  dates (JSON)
+    tuples  seq
     vector  (FLOAT_VECTOR, FLAT or HNSW index, inner product)
     sparse  (SPARSE_FLOAT_VECTOR, written by Milvus's BM25 function from ``text``)
 
@@ -72,6 +73,7 @@ def create_collection(client, name: str, dim: int, properties: Mapping[str, str]
     for field in ("context_chars", "start", "end", "seq"):
         s.add_field(field, pm.DataType.INT64)
     s.add_field("metadata", pm.DataType.JSON)
+    s.add_field("dates", pm.DataType.JSON)      # the ISO dates in metadata, fixed width
     s.add_field("tuples", pm.DataType.VARCHAR, max_length=4096)
     s.add_field("vector", pm.DataType.FLOAT_VECTOR, dim=dim)
     ip = client.prepare_index_params()
@@ -92,9 +94,11 @@ def create_collection(client, name: str, dim: int, properties: Mapping[str, str]
     return props
 
 
-def open_collection(client, name: str, where: str | None) -> tuple[dict[str, str], bool]:
+def open_collection(client, name: str, where: str | None) -> tuple[dict[str, str], set[str]]:
     """Load the existing collection ``name`` (a reopened one must be loaded before searching)
-    and return its properties and whether it has a BM25 field. ``FileNotFoundError`` when
+    and return its properties and its fields' names (``sparse``: it has BM25; ``dates``:
+    written by a ragbook that keeps dates comparable, see ``milvus_rows.check_record``).
+    ``FileNotFoundError`` when
     there is none (``where``: the database, for the message), ``ValueError`` when this
     ragbook did not write it."""
     if not client.has_collection(name):
@@ -106,7 +110,7 @@ def open_collection(client, name: str, where: str | None) -> tuple[dict[str, str
         raise ValueError(f"collection {name!r} was not written by this "
                          f"ragbook (format {props.get('ragbook.format')!r}); rebuild it")
     client.load_collection(name)
-    return props, any(f["name"] == "sparse" for f in desc.get("fields", []))
+    return props, {f["name"] for f in desc.get("fields", [])}
 
 
 # -- which collection holds the name: rebuilds switch an alias ------------------------------

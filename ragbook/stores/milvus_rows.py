@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_vectors
+from ..filters import INT64, date_key
 from ..retrieval import index_text
 
 __all__ = ["check_record", "to_row", "to_rows", "from_row", "hit_row", "VARCHAR_BYTES",
@@ -30,7 +31,6 @@ __all__ = ["check_record", "to_row", "to_rows", "from_row", "hit_row", "VARCHAR_
 #: field -> the most UTF-8 bytes a Milvus server stores in it (the schema's max_length)
 VARCHAR_BYTES = {"id": 1024, "doc_id": 1024, "text": 65_535, "tuples": 4096}
 JSON_BYTES = 65_536                  # a Milvus server's limit on one JSON value
-INT64 = (-2**63, 2**63 - 1)
 _FIX = {"id": "use shorter ids", "doc_id": "use shorter document ids",
         "text": "chunk the document first (ragbook.chunking.chunk_documents), or shorten "
                 "its context",
@@ -55,8 +55,8 @@ def _check_int(value: Any, item: str, key: str) -> None:
 
 def check_record(rec: Mapping[str, Any]) -> dict:
     """The row fields of ``rec`` that are limited (id, doc_id, text with its context, tuples,
-    metadata), checked against a Milvus server's limits; a ``ValueError`` names the item, the
-    limit and the fix. Returns those fields, ready to write."""
+    metadata, its dates), checked against a Milvus server's limits; a ``ValueError`` names
+    the item, the limit and the fix. Returns those fields, ready to write."""
     item = rec["id"]
     md = rec["metadata"]
     fields = {"id": item, "doc_id": rec["doc_id"], "text": index_text(rec),
@@ -70,12 +70,15 @@ def check_record(rec: Mapping[str, Any]) -> dict:
         for v in value if isinstance(value, (list, tuple)) else (value,):
             _check_int(v, item, key)
     fields["metadata"] = {k: list(v) if isinstance(v, tuple) else v for k, v in md.items()}
-    text = json.dumps(fields["metadata"], ensure_ascii=False, separators=(",", ":"))
-    n = len(_utf8(text, item, "its metadata"))
-    if n > JSON_BYTES:
-        raise ValueError(f"item {item!r:.80}: its metadata is {n:,} bytes as JSON; a Milvus "
-                         f"JSON field holds at most {JSON_BYTES:,}: keep long values out of "
-                         f"metadata (in the text, or a reference to them)")
+    # each ISO date again, as text whose order is time order: what date orderings compare
+    fields["dates"] = {k: date_key(v) for k, v in md.items() if date_key(v) is not None}
+    for name in ("metadata", "dates"):
+        text = json.dumps(fields[name], ensure_ascii=False, separators=(",", ":"))
+        n = len(_utf8(text, item, f"its {name}"))
+        if n > JSON_BYTES:
+            raise ValueError(f"item {item!r:.80}: its {name} is {n:,} bytes as JSON; a Milvus "
+                             f"JSON field holds at most {JSON_BYTES:,}: keep long values out "
+                             f"of metadata (in the text, or a reference to them)")
     return fields
 
 
