@@ -31,7 +31,7 @@ from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .questions import read_questions
 from .readers import GenerativeReader, default_extractive_reader
-from .terminal import confidence_line, one_line, passage_line, quoted
+from .terminal import confidence_line, json_text, one_line, passage_line, quoted
 from .tuned import load_settings
 
 __all__ = ["main", "build_parser", "read_questions"]
@@ -377,7 +377,7 @@ def _ask(args) -> int:
     if args.json:
         if args.explain:                          # one list per source, as serve's /explain
             out["explanations"] = explain_result_dicts(pipeline, result)
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json_text(out))
         return 0
     if out["escalated"]:
         detail = f" ({one_line(out['detail'])})" if out.get("detail") else ""

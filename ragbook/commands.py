@@ -203,7 +203,7 @@ def explain_lines(pipeline: Pipeline, result: Result) -> list[str]:
     lines = ["why these sources:"] if result.sources else []
     for n, explanations in enumerate(explain_result(pipeline, result), 1):
         for e in explanations:
-            text = e.text().splitlines()
-            lines.append(f"  [{n}] {one_line(text[0])}")
-            lines += [f"      {one_line(line.strip())}" for line in text[1:]]
+            text = e.text(show=one_line).split("\n")   # names escaped: no break of theirs
+            lines.append(f"  [{n}] {text[0]}")
+            lines += [f"      {line.strip()}" for line in text[1:]]
     return lines

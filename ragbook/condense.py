@@ -9,7 +9,7 @@ falling back to the rules when its reply cannot be trusted). The pipeline's firs
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .checks import check_k, check_query
 from .component import Component
@@ -27,9 +27,9 @@ _BACK_REFERENCE = re.compile(r"\b(it|that|this|those|these|they|them|there|one|o
 
 
 def _last_user_turn(history: Sequence[Mapping[str, str]]) -> str | None:
-    if isinstance(history, (str, bytes)):
-        raise TypeError("history must be a list of {'role': ..., 'content': ...} turns, not a "
-                        "string")
+    if isinstance(history, (str, bytes)) or not isinstance(history, Iterable):
+        raise TypeError(f"history must be a list of {{'role': ..., 'content': ...}} turns, "
+                        f"not a {type(history).__name__}")
     for turn in reversed(list(history)):
         if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
             raise TypeError(f"each history turn must be {{'role': ..., 'content': str}}, got "

@@ -73,13 +73,16 @@ class Explanation:
                                 for p in self.parts],
                       "detail": dict(self.detail), "text": self.text()})
 
-    def text(self) -> str:
-        """One line for the hit, one indented line per part."""
-        lines = [f"{self.stage} {self.hit_id}: {self.score:.4f} = sum of {len(self.parts)} parts"]
+    def text(self, show=str) -> str:
+        """One line for the hit, one indented line per part; ``show`` writes the names that
+        come from documents (the hit's id, a part's token or channel) — a terminal passes
+        one that escapes line breaks, so the only ``\\n`` left are the ones put here."""
+        lines = [f"{self.stage} {show(self.hit_id)}: {self.score:.4f} = sum of "
+                 f"{len(self.parts)} parts"]
         if self.detail:
             lines[0] += f"  ({_pairs(self.detail)})"
         for p in self.parts:
-            lines.append(f"  {p.name}: {p.value:+.4f}  ({_pairs(p.detail)})")
+            lines.append(f"  {show(p.name)}: {p.value:+.4f}  ({_pairs(p.detail)})")
         return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .evaluate import paired_bootstrap, per_query
+from .terminal import one_line
 
 __all__ = ["GATE_METRIC", "per_question", "save_baseline", "load_baseline", "gate",
            "GateResult"]
@@ -114,7 +115,8 @@ class GateResult:
             lines.append(f"{len(self.regressions)} questions got worse"
                          + (f" (the {show} worst)" if len(self.regressions) > show else "")
                          + f": id  {self.metric} then -> now")
-            lines += [f"  {q}  {a:.3f} -> {b:.3f}" for q, a, b in self.regressions[:show]]
+            lines += [f"  {one_line(q)}  {a:.3f} -> {b:.3f}"   # ids from a file: escaped
+                      for q, a, b in self.regressions[:show]]
         return "\n".join(lines)
 
 

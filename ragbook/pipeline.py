@@ -50,7 +50,7 @@ from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
-from .filters import filter_keys, validate_where
+from .filters import filter_keys, matches, validate_where
 from .guards import inside, planted_answer, planted_in, unsupported_directive
 from .injection import instruction_like
 from .readers import default_extractive_reader
@@ -69,6 +69,7 @@ from .streaming import Streamed
 from .types import Answer, Hit, Span, Stage
 
 __all__ = ["Pipeline", "Prepared", "Admitted"]
+_SUPERSEDED = {"status": "superseded"}   # with matches(): a list holding it counts too
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,7 @@ class Pipeline(Component):
                                    {"verdict": "unsupported_directive"})
         by_id = {h.id: h for h in admitted.hits}
         sources = tuple(by_id[s] for s in answer.sources if s in by_id)
-        superseded = [h for h in sources if h.metadata.get("status") == "superseded"]
+        superseded = [h for h in sources if matches(h.metadata, _SUPERSEDED)]
         if superseded:
             h = superseded[0]
             return self._escalated(prep, t, "superseded_source", f"the answer comes from "
@@ -391,7 +392,7 @@ class Pipeline(Component):
             result = admitted
         else:
             if not prep.spans and isinstance(self.reader, StreamingReader):
-                live = not any(h.metadata.get("status") == "superseded" for h in admitted.hits)
+                live = not any(matches(h.metadata, _SUPERSEDED) for h in admitted.hits)
                 reading = self.reader.stream(prep.condensed, admitted.hits)
                 for piece in reading:
                     live = live and self._directive(shown + piece, admitted) is None

@@ -16,9 +16,12 @@ application. So by default the spans carry ids, counts, timings, scores, numbers
 enumerated labels (the escalation reason, a reader's verdict) — and for every text or
 structured value (the question, the condensed question, a stage's ``where`` and ``scope``,
 the condenser's input and output, an escalation's detail, conflicting statements) only its
-length and a SHA-256 prefix (``<key>.sha256``: equal values can still be matched across
-spans, the value itself cannot be read back). Opt in to the text with ``emit(...,
-text=True)`` or ``RAGBOOK_TELEMETRY_TEXT=1`` in the environment.
+length and a keyed hash (``<key>.hmac``, an HMAC-SHA256 prefix): equal values can still be
+matched across spans, and the value cannot be read back — not even by hashing guesses, which
+a plain hash would allow for an e-mail or a 4-digit PIN in 10,000 tries. The key is
+``RAGBOOK_TELEMETRY_KEY`` from the environment (set it to match values across processes and
+restarts; keep it out of the trace backend), else random for each process. Opt in to the
+text with ``emit(..., text=True)`` or ``RAGBOOK_TELEMETRY_TEXT=1`` in the environment.
 
 The stages are timed inside the pipeline (``Stage.seconds``), and the spans are written when
 the question is done, from its trace: the stages ran one after another, so they are laid end
@@ -38,13 +41,14 @@ usual; with none configured the API's default tracer drops them::
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["emit", "stage_attributes", "LABELS"]
+__all__ = ["emit", "stage_attributes", "hash_key", "LABELS"]
 
 _PRIMITIVE = (str, bool, int, float)
 #: Detail keys whose string values are labels from a fixed vocabulary, safe to send as is.
@@ -55,9 +59,17 @@ def _text_allowed(text: bool | None) -> bool:
     return os.environ.get("RAGBOOK_TELEMETRY_TEXT", "") == "1" if text is None else text
 
 
+_PROCESS_KEY = os.urandom(32)
+
+
+def hash_key() -> bytes:
+    """The HMAC key texts are hashed with: ``RAGBOOK_TELEMETRY_KEY``, else this process's."""
+    return os.environ.get("RAGBOOK_TELEMETRY_KEY", "").encode("utf-8") or _PROCESS_KEY
+
+
 def _redacted(key: str, value: Any) -> dict[str, Any]:
     """``{key: value}`` when the value is a number, a bool or a label; else its length and
-    a SHA-256 prefix of its canonical JSON (``key.sha256``, ``key.chars``)."""
+    a keyed hash of its canonical JSON (``key.hmac``, ``key.chars``; module docstring)."""
     if isinstance(value, (bool, int, float)) or (key.rsplit(".", 1)[-1] in LABELS
                                                   and isinstance(value, str)):
         return {key: value}
@@ -66,8 +78,8 @@ def _redacted(key: str, value: Any) -> dict[str, Any]:
         return {key: _value(value)}
     blob = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
                                                            ensure_ascii=False, default=repr)
-    return {f"{key}.sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16],
-            f"{key}.chars": len(blob)}
+    digest = hmac.new(hash_key(), blob.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return {f"{key}.hmac": digest.hexdigest()[:16], f"{key}.chars": len(blob)}
 
 
 def _value(value: Any) -> Any:

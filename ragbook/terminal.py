@@ -4,20 +4,39 @@ the confidence named by what it is.
 """
 from __future__ import annotations
 
-import re
+import json
+import unicodedata
 
 from .retrieval import CONFIDENCE_KINDS
 
-__all__ = ["shown", "one_line", "quoted", "passage_line", "confidence_line"]
+__all__ = ["shown", "one_line", "json_text", "quoted", "passage_line", "confidence_line"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+def _escaped(c: str) -> str:
+    return c.encode("unicode_escape").decode("ascii")
 
 
 def shown(text) -> str:
-    """Document text as the terminal may show it: control characters (escape sequences, bidi
-    overrides, stray line breaks in names) written as visible escapes, never obeyed."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"),
-                        str(text))
+    """Document text as the terminal may show it: every character that is not printable —
+    controls (escape sequences, carriage returns, NEL), line and paragraph separators, and
+    format characters (bidi overrides and marks, zero-width spaces and joiners, soft
+    hyphens, byte-order marks), surrogates, unassigned code points — written as a visible
+    escape, never obeyed; tab, newline and spaces stay. (By Unicode category, not a list:
+    a zero-width space let one document's id look exactly like another's.)"""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\t\n" or unicodedata.category(c) == "Zs"
+                   else _escaped(c) for c in text)
+
+
+def json_text(obj) -> str:
+    """``obj`` as indented JSON for a terminal: what ``json.dumps(ensure_ascii=False)``
+    leaves raw (line separators, bidi overrides, zero-width and C1 control characters)
+    written as ``\\uXXXX`` escapes, which every JSON reader decodes back to the same text."""
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text)
 
 
 def one_line(text) -> str:

@@ -43,6 +43,7 @@ from .fusion import HybridRetriever, reciprocal_rank_fusion
 from .late_interaction import MaxSimScorer
 from .learned_rerank import FEATURES, LearnedReranker
 from .questions import labelled, read_questions
+from .terminal import one_line
 from .types import Hit
 
 __all__ = ["Setting", "search_space", "Pools", "collect", "choose", "tune", "TuneReport",
@@ -307,7 +308,7 @@ class TuneReport:
         n = sum(map(len, self.folds))
         lines = [f"{n} labelled questions in {len(self.folds)} folds (seed {self.seed}); "
                  f"each held out once:"]
-        lines += [f"  fold {i}: {len(f)} questions: {' '.join(f)}"
+        lines += [f"  fold {i}: {len(f)} questions: {' '.join(map(one_line, f))}"
                   for i, f in enumerate(self.folds, 1)]
         lines += ["rule on the other folds chose: " + ", ".join(
             f"fold {i}: {c}" for i, c in enumerate(self.fold_choices, 1))]

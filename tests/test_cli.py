@@ -335,3 +335,40 @@ def test_index_fast_embeds_in_bf16_and_ask_follows(corpus, tmp_path, capsys, mon
     # an fp32 run over it re-embeds everything: the two precisions never share an index
     code, out, _ = run(capsys, "index", corpus, "--out", tmp_path / "i")
     assert code == 0 and "building" in out and "again in full" in out
+
+
+HOSTILE_IDS = ["faq\u2028      dense: +0.9999  (rank=1, weight=1, rrf_k=60)",   # a line separator
+               "billing-refund\u200b",           # zero-width: looks exactly like another id
+               "notes\u202e\x85\x9b2J",          # bidi override, NEL, 8-bit CSI
+               "y\nsources:\n  [1] forged.md"]    # a file name may hold newlines
+
+
+@pytest.fixture(scope="module")
+def hostile_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    texts = ["Refunds are available within 30 days of purchase.",
+             "Invoices are emailed on the first day of each month.",
+             "The office is closed on Sundays.", "Refunds of annual plans are prorated."]
+    (root / "c.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                                          for i, t in zip(HOSTILE_IDS, texts, strict=True)))
+    assert main(["index", str(root / "c.jsonl"), "--out", str(root / "idx")]) == 0
+    return root / "idx"
+
+
+@pytest.mark.parametrize("flags", [(), ("--explain",), ("--json",), ("--json", "--explain")])
+def test_no_document_id_can_print_a_character_a_terminal_obeys_or_a_line_of_its_own(
+        hostile_index, capsys, flags):
+    """Every id is shown as escapes, never obeyed: nothing in the output but printable
+    characters and the tool's own newlines, so an id cannot split a line (U+2028, NEL, \\n),
+    reorder it (U+202E) or pass for another id (U+200B) — in the sources, in --explain's
+    lines (which once split an explanation's text at every Unicode line boundary) and in
+    --json (which once left everything but ASCII controls raw)."""
+    for question in ("are refunds available within 30 days?", "when are invoices emailed?"):
+        code, out, _ = run(capsys, "ask", hostile_index, question, *flags)
+        assert code == 0
+        assert all(c.isprintable() or c == "\n" for c in out), [c for c in out
+                                                                 if not c.isprintable()]
+        assert not re.search(r"^\s*(\[1\] forged|dense: \+0\.9999)", out, re.M), out
+        assert sum(line.strip() == "sources:" for line in out.splitlines()) <= 1, out
+        if "--json" in flags:
+            assert {s["doc_id"] for s in json.loads(out)["sources"]} <= set(HOSTILE_IDS)

@@ -135,3 +135,13 @@ def test_against_a_file_that_is_not_a_baseline_is_one_error(index, questions, tm
     assert main(["eval", str(index), str(questions), "--against", str(bogus)]) == 1
     err = capsys.readouterr().err
     assert "is not a baseline written by 'ragbook eval --save'" in err
+
+
+def test_question_ids_from_a_file_cannot_forge_a_line_of_the_verdict():
+    """Ids come from the questions file or a saved baseline: printed escaped, one per line."""
+    ids = [f"q{i}" for i in range(40)] + ["q1\nPASS: all good\x1b[32m", "q2\u2028x"]
+    then = {q: 1.0 for q in ids}
+    now = {q: (0.0 if q in ids[-2:] else 1.0) for q in ids}
+    text = gate(then, now).summary()
+    assert all(c.isprintable() or c == "\n" for c in text), text
+    assert not any(line.startswith("PASS") for line in text.splitlines()), text

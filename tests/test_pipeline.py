@@ -254,3 +254,23 @@ def test_result_round_trips_and_outcome():
     nothing = Prepared("q", "q", (), None, "cosine", (), ())
     assert Pipeline(HybridRetriever(DenseIndex(Encoder()), BM25Index()),
                     reader=SentenceReader()).decide(nothing).reason == "no_candidates"
+
+
+def test_a_page_superseded_by_a_list_valued_status_escalates_as_a_string_one_does():
+    """The pipeline's own check reads ``status`` as the filter language does: a list holding
+    "superseded" is superseded (the filter already dropped it; the check did not)."""
+    from ragbook.types import Document
+
+    for status in ("superseded", ["superseded"], ["archived", "superseded"]):
+        old = Document("old", "Refunds are available within 90 days of purchase.",
+                       metadata={"status": status})
+        index = BM25Index().build([old])
+        assert Pipeline(index).ask("Are refunds available within 90 days?").escalated
+        off = Pipeline(index, exclude_superseded=False).ask(
+            "Are refunds available within 90 days?")
+        assert off.escalated and off.reason == "superseded_source", status
+
+
+def test_a_history_that_is_not_a_list_of_turns_is_a_type_error_that_says_so():
+    with pytest.raises(TypeError, match="history must be a list.*not a int"):
+        Pipeline(BM25Index().build(HC.documents[:3])).ask("and pro?", history=5)

@@ -35,7 +35,8 @@ class Quoting:
     ``quote`` (a sentence of passage 1 [1], then one of passage 2 [2]), ``abstain``
     (NOT_IN_CONTEXT), ``invented`` (a sentence no passage backs), ``mixed`` (quote, an
     invented sentence, quote: the middle one must be dropped), ``bad_cite`` (the second
-    sentence also cites a passage that does not exist). ``stream`` sends it in 3-character
+    sentence also cites a passage that does not exist), ``repeated`` (quote, the same
+    sentence again, quote: the repeat is dropped). ``stream`` sends it in 3-character
     pieces and counts what it has sent (``sent``), so a test can see *when* text came out."""
 
     def __init__(self, mode: str):
@@ -55,7 +56,8 @@ class Quoting:
                 "mixed": f"{quote(1)} [1]. The moon is made of green cheese [2]. "
                          f"{quote(2)} [2].",
                 "bad_cite": f"{quote(1)} [1]. {quote(2)} [2] [7].",
-                "uncited": f"{quote(1)}."}[self.mode]
+                "uncited": f"{quote(1)}.",
+                "repeated": f"{quote(1)} [1]. {quote(1)} [1]. {quote(2)} [2]."}[self.mode]
 
     def generate(self, messages, max_new_tokens=None, stop=()):
         self.calls += 1
@@ -126,7 +128,7 @@ def hits():
 
 @pytest.mark.parametrize("mode, released, reason", [
     ("quote", 2, None), ("abstain", 0, "not_in_context"), ("invented", 0, "unsupported"),
-    ("mixed", 2, None), ("bad_cite", 1, "invalid_citation")])
+    ("mixed", 2, None), ("bad_cite", 1, "invalid_citation"), ("repeated", 2, None)])
 def test_reader_stream_ends_with_the_answer_read_gives(mode, released, reason):
     llm = Quoting(mode)
     streamed = reader(llm).stream("How long do refunds take?", hits())

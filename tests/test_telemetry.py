@@ -3,6 +3,7 @@ trace stage, carrying what the JSONL trace line carries — read back with the S
 in-memory exporter from a real pipeline on the help centre; and the package without
 opentelemetry (the import blocked) still answers and writes its JSONL trace."""
 import hashlib
+import hmac
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from ragbook import load_helpcentre, telemetry
 from ragbook.pipeline import Pipeline
 from ragbook.result import read_traces
+from ragbook.telemetry import hash_key
 from ragbook.types import Stage
 
 trace = pytest.importorskip("opentelemetry.trace")
@@ -62,7 +64,8 @@ def test_one_question_gives_a_span_per_stage_under_a_question_span(hc_hybrid, ex
     assert dense["ragbook.count"] == result.trace[1].detail["count"] >= len(dense["ragbook.ids"])
     assert dense["ragbook.detail.count"] == result.trace[1].detail["count"]
     assert "ragbook.question" not in root.attributes          # texts are hashed by default
-    assert root.attributes["ragbook.question.sha256"] == hashlib.sha256(
+    assert root.attributes["ragbook.question.hmac"] == hmac.new(      # keyed: no guessing
+        hash_key(), REFUND.text.encode(), hashlib.sha256).hexdigest()[:16] != hashlib.sha256(
         REFUND.text.encode()).hexdigest()[:16]
     assert root.attributes["ragbook.question.chars"] == len(REFUND.text)
     assert root.attributes["ragbook.escalated"] is result.escalated is False
@@ -159,7 +162,7 @@ def test_no_question_text_key_or_scope_value_in_any_span_by_default(
     seen = every_attribute(spans)
     for secret in (SECRET_KEY, EMAIL, "refund window", "dana.owner"):
         assert secret not in seen, secret
-    assert "ragbook.detail.scope.sha256" in seen and "ragbook.detail.input.sha256" in seen
+    assert "ragbook.detail.scope.hmac" in seen and "ragbook.detail.input.hmac" in seen
 
     exporter.clear()
     monkeypatch.setenv("RAGBOOK_TELEMETRY_TEXT", "1")

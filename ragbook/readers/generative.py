@@ -234,7 +234,9 @@ class GenerativeReader(Component):
                     break
                 yield (" " if released else "") + kept[0]
                 released.append(kept[0])
-            seen = len(final)
+            # split_claims drops a repeated sentence once it is complete, so the list can
+            # shrink for a moment (a repeat being typed is a claim, then gone): never go back
+            seen = max(seen, len(final))
         return reply
 
 def _final_claims(reply: str) -> list[str]:
