@@ -315,6 +315,25 @@ def test_support_is_the_share_of_content_words_a_passage_backs():
     assert support("[1]", CONTEXT) == 0.0
 
 
+@pytest.mark.parametrize("claim, backed", [
+    ("Refunds are available within 30 days [1].", True),
+    ("Refunds are available within thirty days [1].", True),      # a figure however written
+    ("Refunds are available within ninety days [1].", False),     # ... and an invented one
+    ("Refunds are not available within 30 days [1].", False),     # the statement flipped
+    ("After that a refund is issued [1].", False),                # its "no" dropped
+    ("After that no refund is issued [1].", True),
+    ("You can't get a refund after 30 days [1].", True),          # a negation it does have
+    ("1 [2].", False), ("Refunds [1].", False)])                  # states nothing to check
+def test_support_sees_figures_negations_and_claims_that_state_nothing(claim, backed):
+    """The classes a share of words misses, found by a probe: the real reader delivered
+    "1 [5]." and "Refunds are not available within 30 days" scored 0.86 against a passage
+    saying they are."""
+    from ragbook.readers import support
+
+    passage = "Refunds are available within 30 days of purchase. After that no refund is issued."
+    assert (support(claim, passage) >= 0.5) is backed
+
+
 class ScriptedLLM:
     """A chat backend that replies with a fixed text and scores options from a table: for
     testing what the reader does with a reply, not what a model would write."""

@@ -135,17 +135,47 @@ def split_claims(reply: str) -> list[str]:
     return out
 
 
+_ONES = "one two three four five six seven eight nine".split()
+_TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_WORD = ({w: n for n, w in enumerate(_ONES, 1)} | {w: n for n, w in enumerate(_TEENS, 10)}
+                | {w: n for n, w in zip(range(20, 100, 10), _TENS, strict=True)}
+                | {"hundred": 100, "thousand": 1000})
+_NUMBER = re.compile(rf"\b(?:({'|'.join(_TENS)})-({'|'.join(_ONES)})|"
+                     rf"({'|'.join(w for w in _NUMBER_WORD if w != 'one')}))\b", re.I)
+# words that turn a statement round ("n't" reaches the tokenizer as "t")
+_NEGATORS = frozenset("not no never none nothing neither nor cannot without t".split())
+
+
+def _figures(text: str) -> str:
+    """Number words as digits ("ninety days" -> "90 days", "thirty-five" -> "35"; not "one",
+    which is as often a pronoun), so a figure is compared however it is written."""
+    def digits(m: re.Match) -> str:
+        words = [w.lower() for w in m.groups() if w]
+        return str(sum(_NUMBER_WORD[w] for w in words))
+    return _NUMBER.sub(digits, text)
+
+
 def support(claim: str, passage: str) -> float:
     """Share of the claim's content words (stopwords and ``[n]`` marks dropped) that occur in
     ``passage`` — a cheap, transparent check that a cited passage can back the sentence.
-    Figures are what small models invent, so a number or code the passage lacks (``45 days``
-    against a passage that says 14) makes the support 0. Instruction-like sentences of the
-    passage (``planted_spans``: each sentence, and each adjacent pair, after Unicode and
-    markup normalisation) count for nothing: obeying an injection is not grounding, and a
-    claim backed only by one has support 0."""
+    Three things a share of words cannot see make the support 0: a claim of fewer than two
+    content words ("1 [2].", "Refunds [1].": it states nothing to check); a figure the
+    passage lacks (``45 days`` against a passage that says 14, or ``ninety`` against 30:
+    number words are compared as digits), since figures are what small models invent; and a
+    flipped statement — a "not"/"no"/"never" in the claim or in the passage sentences that
+    share most of its words, but not in both. Instruction-like sentences of the passage
+    (``planted_spans``: each sentence, and each adjacent pair, after Unicode and markup
+    normalisation) count for nothing: obeying an injection is not grounding, and a claim
+    backed only by one has support 0."""
     tok = Tokenizer()
-    words, found = set(tok(CITE.sub(" ", claim))), set(tok(evidence(passage)))
-    if not words or any(any(c.isdigit() for c in w) and w not in found for w in words):
+    backing = evidence(passage)
+    words, found = set(tok(_figures(CITE.sub(" ", claim)))), set(tok(_figures(backing)))
+    if len(words) < 2 or any(any(c.isdigit() for c in w) and w not in found for w in words):
+        return 0.0
+    said = [set(tok(_figures(s))) for s in sentences(backing)]
+    most = max((len(s & words) for s in said), default=0)
+    if all(bool(words & _NEGATORS) != bool(s & _NEGATORS) for s in said if len(s & words) == most):
         return 0.0
     return len(words & found) / len(words)
 
