@@ -238,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:
         commands.quiet_libraries()
     try:
-        return args.run(args)
+        with warnings.catch_warnings():       # every warning a command raises, one line each
+            if not args.debug:
+                warnings.showwarning = lambda message, *_, **__: _warn(str(message))
+            return args.run(args)
     except UsageError as err:
         return _fail(str(err), 2)
     except KeyboardInterrupt:
@@ -275,7 +278,7 @@ def _fail(message: str, code: int) -> int:
 
 
 def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {' '.join(message.split())}", file=sys.stderr)
+    print(f"{PROG}: warning: {one_line(' '.join(message.split()))}", file=sys.stderr)
 
 
 # -- index ---------------------------------------------------------------------------------
@@ -310,11 +313,7 @@ def _index(args) -> int:
     out = Path(args.out)
     _check_out(out)
     t = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        docs = read_documents(args.src)
-    for w in caught:
-        _warn(str(w.message))
+    docs = read_documents(args.src)         # its warnings print as they come (main)
     encoder = Encoder(show_progress=True, precision="bf16" if args.fast else "fp32")
     try:
         done = sync_index(docs, out, encoder, size=args.size, overlap=args.overlap,

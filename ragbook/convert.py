@@ -23,7 +23,7 @@ rest. Text past ``max_chars`` (a small file can expand to megabytes: a PDF's com
 page streams, a zipped DOCX) is cut with a warning. Content a reader does not see is left
 out: HTML hidden by ``hidden``, ``aria-hidden``, ``display:none``, ``visibility:hidden``,
 ``opacity:0``, ``font-size:0`` or a hiding class, CDATA, Word's hidden runs, and PDF text
-drawn invisible (render mode 3).
+drawn invisible (render mode 3), except a scan's OCR layer (its only text, over an image).
 
 >>> import tempfile, pathlib
 >>> page = pathlib.Path(tempfile.mkdtemp()) / "refunds.html"
@@ -43,11 +43,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .docx_text import body_items
+from .docx_text import read_docx
 from .types import Document
 
-__all__ = ["convert", "read_pdf", "read_html", "read_docx", "pages_of", "CONVERTERS",
-           "MAX_BYTES", "MAX_CHARS", "MAX_UNZIPPED", "ConversionError"]
+__all__ = ["convert", "valid_unicode", "read_pdf", "read_html", "read_docx", "pages_of",
+           "CONVERTERS", "MAX_BYTES", "MAX_CHARS", "MAX_UNZIPPED", "ConversionError"]
 
 MAX_BYTES = 50_000_000  # the largest file converted by default (50 MB); read_documents(max_bytes=)
 MAX_CHARS = 10_000_000  # the most text kept from one file (about 3,000 pages); convert(max_chars=)
@@ -91,6 +91,7 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
                               f"flatter (or as plain text), or remove it") from None
     except Exception as err:  # a converter's unforeseen failure: one bad file, not a crash
         raise _unreadable(path, path.suffix.lstrip(".").upper(), err) from err
+    doc = valid_unicode(doc, path)
     if len(doc.text) <= max_chars:
         return doc
     cut = doc.text.rfind(" ", 0, max_chars)
@@ -102,6 +103,25 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
     if "page_starts" in meta:
         meta["page_starts"] = [min(s, len(text)) for s in meta["page_starts"]]
     return Document(id=doc.id, text=text, title=doc.title, metadata=meta)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(doc: Document, path: str | os.PathLike) -> Document:
+    """``doc`` with each lone surrogate in its id, title or text (half of a UTF-16 pair: from a
+    PDF font map, or a file name that is not UTF-8) replaced by U+FFFD, with a warning naming
+    the file: no tokenizer or index file can store one, and it must not fail a later stage."""
+    fields = {"id": doc.id, "title": doc.title, "text": doc.text}
+    bad = [name for name, value in fields.items() if _SURROGATE.search(value)]
+    if not bad:
+        return doc
+    warnings.warn(f"{str(path)!r}: its {' and '.join(bad)} held lone surrogates (characters "
+                  f"that are not valid Unicode: a broken font map, or a file name that is not "
+                  f"UTF-8); replaced them with U+FFFD. Rename the file in UTF-8 or save it "
+                  f"again to keep those characters", stacklevel=3)
+    fixed = {name: _SURROGATE.sub("\ufffd", value) for name, value in fields.items()}
+    return Document(**fixed, metadata=doc.metadata)
 
 
 def _library(module: str, package: str, suffix: str) -> Any:
@@ -142,8 +162,8 @@ def read_pdf(path: Path, doc_id: str) -> Document:
             raise ConversionError(f"{str(path)!r} is encrypted and needs a password to open; "
                                   f"decrypt it first (e.g. qpdf --decrypt --password=... in.pdf "
                                   f"out.pdf)")
-        pages = [_visible_text(page) for page in pdf.pages]
-        title = ((pdf.metadata or {}).get("/Title") or "").strip()
+        pages, kinds = [*zip(*map(_visible_text, pdf.pages), strict=True)] or ((), ())
+        title = _pdf_title(pdf)
     except ConversionError:
         raise
     except Exception as err:  # pypdf raises many kinds on a damaged file; all mean "unreadable"
@@ -157,10 +177,16 @@ def read_pdf(path: Path, doc_id: str) -> Document:
     texts = [p.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").strip()
              for p in pages]
     empty = [n for n, t in enumerate(texts, 1) if not t]
+    if len(empty) == len(texts) and "hidden" in kinds:
+        raise ConversionError(f"{str(path)!r} has text only drawn invisible (render mode 3) "
+                              f"and no page image under it, so none of it is shown to a "
+                              f"reader or indexed; export the document again with its text "
+                              f"visible, or remove it")
     if len(empty) == len(texts):
         raise ConversionError(f"{str(path)!r} has no text layer on any of its {len(texts)} "
                               f"page(s) (a scan or images of text): run OCR first (e.g. "
                               f"ocrmypdf in.pdf out.pdf) and index the result")
+    _ocr_warning(path, [n for n, k in enumerate(kinds, 1) if k == "ocr"], len(texts))
     if empty:
         shown = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
         warnings.warn(f"{str(path)!r}: {len(empty)} of {len(texts)} pages have no text layer "
@@ -178,15 +204,33 @@ def read_pdf(path: Path, doc_id: str) -> Document:
                     metadata={"format": "pdf", "pages": len(texts), "page_starts": starts})
 
 
-def _visible_text(page) -> str:
-    """A page's text, without text drawn invisible (render mode 3 or 7: neither filled nor
-    stroked, the way OCR layers and planted instructions hide text). Only a page that sets
-    such a mode pays for the slower walk."""
+def _pdf_title(pdf) -> str:
+    """The PDF's Title field as one line of text, else "". It is optional metadata: a Title
+    of another type (a number, an array) or bytes in no known encoding is ignored, never a
+    reason to refuse the file; control characters become spaces."""
+    value = (pdf.metadata or {}).get("/Title")
+    value = value.get_object() if hasattr(value, "get_object") else value
+    if isinstance(value, bytes):
+        codec = "utf-16" if value[:2] in (b"\xfe\xff", b"\xff\xfe") else "utf-8"
+        try:
+            value = value.decode(codec)
+        except UnicodeDecodeError:
+            return ""
+    if not isinstance(value, str) or type(value).__name__ == "NameObject":
+        return ""
+    return " ".join("".join(c if c.isprintable() else " " for c in value).split())
+
+
+def _visible_text(page) -> tuple[str, str]:
+    """``(text, "visible")``: a page's text without text drawn invisible (render mode 3 or 7,
+    how planted instructions hide). A page whose only text is invisible and that draws an
+    image is a scan's OCR layer (ocrmypdf, tesseract): ``(that text, "ocr")``; invisible text
+    alone: ``("", "hidden")``. Only a page that sets such a mode pays for the slower walk."""
     contents = page.get_contents()
     data = contents.get_data() if contents is not None else b""
     if not re.search(rb"(?<![\w.])[37]\s+Tr\b", data):
-        return page.extract_text() or ""
-    modes, parts = [0], []
+        return page.extract_text() or "", "visible"
+    modes, parts, hidden, images = [0], [], [], []
 
     def operator(op, args, cm, tm):
         if op == b"Tr" and args:
@@ -195,13 +239,33 @@ def _visible_text(page) -> str:
             modes.append(modes[-1])
         elif op == b"Q" and len(modes) > 1:
             modes.pop()
+        elif op in (b"BI", b"INLINE IMAGE") or (op == b"Do" and args and _is_image(page, args[0])):
+            images.append(op)
 
     def text(t, cm, tm, font, size):
-        if modes[-1] not in (3, 7):
-            parts.append(t)
+        (hidden if modes[-1] in (3, 7) else parts).append(t)
 
     page.extract_text(visitor_operand_before=operator, visitor_text=text)
-    return "".join(parts)
+    if "".join(parts).strip() or not "".join(hidden).strip():
+        return "".join(parts), "visible"
+    return ("".join(hidden), "ocr") if images else ("", "hidden")
+
+
+def _is_image(page, name) -> bool:
+    """Whether the XObject ``name`` that a page draws (``Do``) is an image."""
+    try:
+        return page["/Resources"]["/XObject"][name].get_object().get("/Subtype") == "/Image"
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def _ocr_warning(path: Path, pages: list[int], total: int) -> None:
+    if pages:
+        shown = ", ".join(map(str, pages[:5])) + (", ..." if len(pages) > 5 else "")
+        warnings.warn(f"{str(path)!r}: {len(pages)} of {total} pages (pages {shown}) hold only "
+                      f"invisible text over an image, an OCR layer over a scan; that text is "
+                      f"indexed. Invisible text on pages with visible text is left out",
+                      stacklevel=4)
 
 
 def pages_of(item) -> tuple[int, ...]:
@@ -234,9 +298,10 @@ _BLOCK = {"p", "div", "section", "article", "main", "body", "ul", "ol", "dl", "d
 
 
 def read_html(path: Path, doc_id: str) -> Document:
-    """An HTML page's main content as Markdown-like text (BeautifulSoup, stdlib parser).
+    """An HTML page's main content as Markdown-like text (BeautifulSoup with lxml's parser).
 
-    Boilerplate goes first: scripts, styles, ``nav``, ``aside``, forms, hidden elements,
+    Boilerplate goes first: scripts, styles, ``nav``, ``aside``, forms and closed dialogs
+    (a form wrapping the main content, and an open dialog, stay), hidden elements,
     ARIA navigation/banner/footer roles, and the page's own ``header``/``footer`` (a header
     inside an article or section, or one holding a heading, stays). Of what is left,
     ``<main>`` (else the one ``<article>``, else ``<body>``) becomes blocks: ``h1``–``h6`` as
@@ -251,7 +316,7 @@ def read_html(path: Path, doc_id: str) -> Document:
         raise ConversionError(f"{str(path)!r} holds NUL bytes: it is binary data, not an HTML "
                               f"page; rename or remove it")
     try:
-        soup = bs4.BeautifulSoup(raw, "html.parser")
+        soup = _soup(bs4, raw)
     except Exception as err:
         raise _unreadable(path, "HTML", err) from err
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
@@ -279,6 +344,16 @@ def read_html(path: Path, doc_id: str) -> Document:
                     title=title or first_heading or path.stem, metadata={"format": "html"})
 
 
+def _soup(bs4, raw: bytes):
+    """The page's tree as a browser builds it (lxml, installed with python-docx): a ``<body>``
+    before ``</head>`` closes the head, and a repeated attribute keeps its first value (the
+    stdlib parser nested the body in the head, and let ``style=a style=b`` read as ``b``)."""
+    try:
+        return bs4.BeautifulSoup(raw, "lxml")
+    except bs4.FeatureNotFound:       # no lxml: the stdlib parser, with its first values
+        return bs4.BeautifulSoup(raw, "html.parser", on_duplicate_attribute="ignore")
+
+
 _HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)"
                            r"|opacity\s*:\s*0*(?:\.0*)?\s*(?:;|$|!)|font-size\s*:\s*0+(?:\.0*)?"
                            r"(?:px|pt|em|rem|%)?\s*(?:;|$|!))", re.I)
@@ -288,7 +363,7 @@ _HIDING_CLASSES = {"hidden", "d-none", "hide", "is-hidden", "invisible", "displa
 
 def _is_boilerplate(tag) -> bool:
     if tag.name in _DROP or tag.get("role") in _DROP_ROLES:
-        return True
+        return not _holds_content(tag)
     if tag.has_attr("hidden") or tag.get("aria-hidden") == "true" \
             or _HIDING_STYLE.search(tag.get("style") or "") \
             or _HIDING_CLASSES & {c.lower() for c in tag.get_attribute_list("class") if c}:
@@ -298,6 +373,17 @@ def _is_boilerplate(tag) -> bool:
     if tag.name not in ("header", "footer") or tag.find_parent(_SECTIONING) is not None:
         return False
     return tag.name == "footer" or tag.find(list(_HEADINGS)) is None
+
+
+def _holds_content(tag) -> bool:
+    """A form or head that wraps the page's content (a whole page in one ``<form>``, as
+    ASP.NET writes it), or a ``<dialog open>`` a reader sees: kept, though such elements
+    are otherwise boilerplate."""
+    if tag.name == "dialog":
+        return tag.has_attr("open")
+    return tag.name in ("form", "head") and tag.find(
+        lambda t: t.name in ("main", "article", "body", "h1") or t.get("role") == "main"
+    ) is not None
 
 
 def _html_blocks(node, out: list[str], inline: list[str], bs4, depth: int = 0,
@@ -358,73 +444,6 @@ def _flush(inline: list[str], out: list[str]) -> None:
 
 def _words(text: str) -> str:
     return " ".join(text.split())
-
-
-# -- DOCX ------------------------------------------------------------------------------------
-def read_docx(path: Path, doc_id: str) -> Document:
-    """A Word file's body in order (python-docx): paragraphs, headings and tables.
-
-    A paragraph in a ``Heading N`` style becomes an ``N``-level ``#`` heading, one level
-    deeper when the file has a ``Title`` paragraph (which becomes the ``#`` heading above
-    them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
-    ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
-    comments are left out, and so are hidden runs (``<w:vanish/>``) and deleted text;
-    tracked insertions, content controls, fields and text boxes are read (``docx_text``).
-    The title is the file's Title property, else its Title paragraph,
-    else its first heading, else the file name.
-    """
-    docx = _library("docx", "python-docx", ".docx")
-    _check_unzipped(path)
-    try:
-        word = docx.Document(str(path))
-        items = [(kind, _style(el, word, docx) if kind == "p" else "", text)
-                 for kind, el, text in body_items(word)]
-        title = (word.core_properties.title or "").strip()
-    except Exception as err:  # not a zip, a zip without Word parts, damaged XML
-        raise _unreadable(path, "DOCX", err) from err
-    shift = int(any(style == "Title" for _, style, _ in items))
-    blocks, headings = [], []
-    for kind, style, text in items:
-        if kind == "p":
-            if not text:
-                continue
-            heading = re.fullmatch(r"Heading ([1-9])", style)
-            level = 1 if style == "Title" else int(heading[1]) + shift if heading else None
-            if level is not None:
-                blocks.append("#" * min(level, 6) + " " + text)
-                headings.append((style, text))
-            else:
-                blocks.append(("- " if style.startswith("List") else "") + text)
-            continue
-        blocks.append(text)           # a table row: its cells joined by " | "
-    if not blocks:
-        raise ConversionError(f"{str(path)!r} holds no text (no paragraph or table with "
-                              f"words); remove it, or fill it")
-    named = next((t for s, t in headings if s == "Title"), "") or next(
-        (t for _, t in headings), "")
-    return Document(id=doc_id, text=_finish(blocks), title=title or named or path.stem,
-                    metadata={"format": "docx"})
-
-
-def _style(p, word, docx) -> str:
-    style = docx.text.paragraph.Paragraph(p, word).style
-    return getattr(style, "name", "") or ""
-
-
-def _check_unzipped(path: Path) -> None:
-    """Refuse a DOCX whose parts unzip past ``MAX_UNZIPPED`` bytes (a zip bomb), before
-    parsing any of it."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as z:
-            size = sum(i.file_size for i in z.infolist())
-    except (zipfile.BadZipFile, OSError):
-        return                        # python-docx names the damage
-    if size > MAX_UNZIPPED:
-        raise ConversionError(f"{str(path)!r} unzips to {size:,} bytes, over MAX_UNZIPPED="
-                              f"{MAX_UNZIPPED:,} (a compressed file that expands enormously); "
-                              f"open it in Word and save a smaller copy, or remove it")
 
 
 CONVERTERS: dict[str, Callable[[Path, str], Document]] = {

@@ -1,4 +1,4 @@
-"""The text of a Word body as its reader sees it, read from the XML (for ``convert.read_docx``).
+"""The text of a Word body as its reader sees it, read from the XML, and ``read_docx``.
 
 python-docx's ``paragraph.text`` reads only a paragraph's direct runs and hyperlinks, so
 text inside tracked insertions (``<w:ins>``), inline content controls (``<w:sdt>``), simple
@@ -20,9 +20,13 @@ The walk is iterative, so a deeply nested body cannot exhaust Python's stack.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
-__all__ = ["body_items", "W"]
+from .types import Document
+
+__all__ = ["body_items", "read_docx", "W"]
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
@@ -101,3 +105,75 @@ def body_items(word) -> Iterator[tuple[str, object, str]]:
                 yield "row", node, row
         elif node.tag in _WRAPPERS:
             stack.extend(reversed(list(node)))
+
+
+# -- the reader (convert.read_docx) ---------------------------------------------------------
+def read_docx(path: Path, doc_id: str) -> Document:
+    """A Word file's body in order (python-docx): paragraphs, headings and tables.
+
+    A paragraph in a ``Heading N`` style becomes an ``N``-level ``#`` heading, one level
+    deeper when the file has a ``Title`` paragraph (which becomes the ``#`` heading above
+    them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
+    ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
+    comments are left out, and so are hidden runs (``<w:vanish/>``) and deleted text;
+    tracked insertions, content controls, fields and text boxes are read (``docx_text``).
+    The title is the file's Title property, else its Title paragraph,
+    else its first heading, else the file name.
+    """
+    from .convert import ConversionError, _finish, _library, _unreadable  # convert imports us
+
+    docx = _library("docx", "python-docx", ".docx")
+    _check_unzipped(path)
+    try:
+        word = docx.Document(str(path))
+        items = [(kind, _style(el, word, docx) if kind == "p" else "", text)
+                 for kind, el, text in body_items(word)]
+        title = (word.core_properties.title or "").strip()
+    except Exception as err:  # not a zip, a zip without Word parts, damaged XML
+        raise _unreadable(path, "DOCX", err) from err
+    shift = int(any(style == "Title" for _, style, _ in items))
+    blocks, headings = [], []
+    for kind, style, text in items:
+        if kind == "p":
+            if not text:
+                continue
+            heading = re.fullmatch(r"Heading ([1-9])", style)
+            level = 1 if style == "Title" else int(heading[1]) + shift if heading else None
+            if level is not None:
+                blocks.append("#" * min(level, 6) + " " + text)
+                headings.append((style, text))
+            else:
+                blocks.append(("- " if style.startswith("List") else "") + text)
+            continue
+        blocks.append(text)           # a table row: its cells joined by " | "
+    if not blocks:
+        raise ConversionError(f"{str(path)!r} holds no text (no paragraph or table with "
+                              f"words); remove it, or fill it")
+    named = next((t for s, t in headings if s == "Title"), "") or next(
+        (t for _, t in headings), "")
+    return Document(id=doc_id, text=_finish(blocks), title=title or named or path.stem,
+                    metadata={"format": "docx"})
+
+
+def _style(p, word, docx) -> str:
+    style = docx.text.paragraph.Paragraph(p, word).style
+    return getattr(style, "name", "") or ""
+
+
+def _check_unzipped(path: Path) -> None:
+    """Refuse a DOCX whose parts unzip past ``MAX_UNZIPPED`` bytes (a zip bomb), before
+    parsing any of it."""
+    import zipfile
+
+    from . import convert  # MAX_UNZIPPED read when called: a test may lower it
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            size = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError):
+        return                        # python-docx names the damage
+    if size > convert.MAX_UNZIPPED:
+        raise convert.ConversionError(
+            f"{str(path)!r} unzips to {size:,} bytes, over MAX_UNZIPPED="
+            f"{convert.MAX_UNZIPPED:,} (a compressed file that expands enormously); open it in "
+            f"Word and save a smaller copy, or remove it")

@@ -2,8 +2,8 @@
 
 Everything in the book runs on ``load_helpcentre()``; ``read_documents`` is the door for a
 corpus of your own, and what ``ragbook index SRC`` calls. It is strict where silence would
-cost you later (two files with one id, a file in another encoding) and lenient where a real
-docs folder is messy (empty files are skipped with a warning, not an error).
+cost you later (two files with one id) and lenient where a real docs folder is messy (empty
+files, and files it cannot read, are skipped with a warning naming them, not an error).
 
     folder/ or file.jsonl --read_documents--> [Document] --chunk_documents--> [Chunk]
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .bm25 import BM25Index
 from .chunking import chunk_documents
-from .convert import CONVERTERS, MAX_BYTES, ConversionError, convert
+from .convert import CONVERTERS, MAX_BYTES, convert, valid_unicode
 from .datasets import split_front_matter
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
@@ -66,8 +66,13 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
 
     Documents with blank text are skipped with one warning that counts them and names the
     first few: an empty file (or one holding only front matter) is common in a docs folder
-    and should not stop an index build. Files that are not UTF-8, duplicate ids, a missing
-    path and a folder without matching files are errors that name the file and the fix.
+    and should not stop an index build. Duplicate ids, a missing path and a folder without
+    matching files are errors that name the file and the fix. In a folder, a file that
+    cannot be read (not UTF-8, front matter not in ``key: value`` form, no read permission)
+    is skipped with a warning that names it, why and the fix, like an unconvertible PDF
+    below; the returned list's ``skipped`` maps such ids to the reason (``sync_index`` keeps
+    their previous chunks). Given on its own, such a file is an error. Lone surrogates (not
+    valid Unicode) in a converted text or a file name become U+FFFD, with a warning.
 
     A file that is a link to somewhere outside the folder is skipped with a warning (its
     target was not meant to be served); ``follow_links_out=True`` reads it, and says so.
@@ -87,10 +92,8 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
         docs = _read_folder(path, follow_links_out, max_bytes)
     elif path.suffix.lower() == ".jsonl":
         docs = _read_jsonl(path)
-    elif path.suffix.lower() in CONVERTERS:
-        docs = [convert(path, path.stem, max_bytes)]
     elif path.suffix.lower() in SUFFIXES:
-        docs = [_read_file(path, path.stem)]
+        docs = [_read_one(path, path.stem, max_bytes)]
     else:
         raise ValueError(f"cannot read {str(path)!r} (suffix {path.suffix!r}); give a folder "
                          f"of {'/'.join(SUFFIXES)} files, one such file, or a .jsonl file")
@@ -118,25 +121,47 @@ def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Doc
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")
-    docs, source, skipped = [], {}, []
+    docs, source, skipped = Documents(), {}, {}
     for f in files:
-        doc_id = f.relative_to(root).with_suffix("").as_posix()
+        doc_id = _SURROGATE.sub("\ufffd", f.relative_to(root).with_suffix("").as_posix())
         if doc_id in source:
             raise ValueError(f"{str(source[doc_id])!r} and {str(f)!r} both give the document id "
                              f"{doc_id!r} (ids are paths without the suffix); rename or remove "
                              f"one of them")
         source[doc_id] = f
-        if f.suffix.lower() not in CONVERTERS:
-            docs.append(_read_file(f, doc_id))
-            continue
-        try:
-            docs.append(convert(f, doc_id, max_bytes))
-        except ConversionError as err:  # one bad PDF must not stop the index of the rest
-            skipped.append(doc_id)
+        try:  # one bad file, of any format, must not stop the index of the rest
+            docs.append(_read_one(f, f.relative_to(root).with_suffix("").as_posix(), max_bytes))
+        except (ValueError, OSError) as err:
+            skipped[doc_id] = str(err)
             warnings.warn(f"skipped: {err}", stacklevel=3)
     if skipped:
-        _skipped(skipped, len(files), root)
+        _skipped(list(skipped), len(files), root)
+    docs.skipped = skipped
     return docs
+
+
+class Documents(list):
+    """The documents ``read_documents`` read (a list), with ``skipped``: the id of each file
+    it could not read, and why. ``sync_index`` keeps such a document's chunks from the
+    previous index instead of deleting it: a file unreadable today is not a file removed."""
+
+    skipped: dict[str, str]
+
+    def __init__(self, docs=(), skipped: dict[str, str] | None = None):
+        super().__init__(docs)
+        self.skipped = dict(skipped or {})
+
+
+def _read_one(path: Path, doc_id: str, max_bytes: int) -> Document:
+    """One file as a Document, its id, title and text valid Unicode (``valid_unicode``);
+    an unreadable file raises ``ValueError`` (``ConversionError``) naming it and the fix."""
+    try:
+        if path.suffix.lower() in CONVERTERS:
+            return convert(path, doc_id, max_bytes)   # checks its own Unicode
+        return valid_unicode(_read_file(path, doc_id), path)
+    except PermissionError as err:
+        raise ValueError(f"{str(path)!r} could not be read ({err.strerror}); give yourself "
+                         f"read access (chmod +r), or remove it") from None
 
 
 def _skipped(skipped: list[str], total: int, root: Path) -> None:
@@ -145,7 +170,7 @@ def _skipped(skipped: list[str], total: int, root: Path) -> None:
         raise ValueError(f"none of the {total} file(s) under {str(root)!r} could be read "
                          f"({shown}; each warning says why); fix or convert them")
     warnings.warn(f"skipped {len(skipped)} of {total} files under {str(root)!r} that could "
-                  f"not be converted ({shown}); indexed the other {total - len(skipped)}",
+                  f"not be read ({shown}); indexed the other {total - len(skipped)}",
                   stacklevel=4)
 
 
@@ -253,7 +278,7 @@ def _drop_blank(docs: list[Document], path: Path) -> list[Document]:
     warnings.warn(f"skipped {len(blank)} blank document{'s' * (len(blank) > 1)} in "
                   f"{str(path)!r} ({shown}); fill or remove them to silence this",
                   stacklevel=3)
-    return [d for d in docs if d.text.strip()]
+    return Documents((d for d in docs if d.text.strip()), getattr(docs, "skipped", None))
 
 
 # -- keeping a saved index up to date ---------------------------------------------------------
@@ -303,15 +328,22 @@ def sync_index(docs: Sequence[Document], out: str | os.PathLike, encoder: Encode
     when nothing changed. Otherwise (or with ``rebuild=True``) the index is built in full,
     after calling ``on_full_build(reason)`` when ``out`` held an index it could not update.
     ``CorruptIndexError`` when the index at ``out`` is damaged (``rebuild=True`` replaces
-    it)."""
+    it). A document ``docs.skipped`` names (a file ``read_documents`` could not read now)
+    keeps its chunks from the previous index, with a warning: only a file that is gone is
+    deleted."""
     out, encoder = Path(out), encoder if encoder is not None else Encoder()
     sources = {"size": size, "overlap": overlap,
                "documents": {d.id: content_hash(d) for d in docs}}
     previous, reason = (None, None) if rebuild else _previous(out, sources, encoder)
     if previous is not None:
-        return _update(*previous, docs, sources, out)
+        return _update(*previous, docs, sources, out, getattr(docs, "skipped", {}))
     if reason is not None and on_full_build is not None:
         on_full_build(reason)
+    if getattr(docs, "skipped", None) and (out / "manifest.json").is_file():
+        warnings.warn(f"building {str(out)!r} in full without {sorted(docs.skipped)}, whose "
+                      f"files could not be read now (the warnings above say why), so their "
+                      f"previous chunks are not kept; fix the files and index again",
+                      stacklevel=2)
     chunks = chunk_documents(docs, size=size, overlap=overlap)
     retriever = HybridRetriever(DenseIndex(encoder), BM25Index()).build(chunks)
     retriever.save(out, sources=sources)
@@ -340,10 +372,17 @@ def _previous(out: Path, sources: dict, encoder: Encoder):
 
 
 def _update(retriever: HybridRetriever, saved: dict, docs: Sequence[Document], sources: dict,
-            out: Path) -> IndexSync:
+            out: Path, skipped: dict[str, str]) -> IndexSync:
     """Re-chunk and re-embed only the documents added or changed since ``out`` was saved,
-    drop the chunks of changed and deleted ones, and save (atomically) when any changed."""
+    drop the chunks of changed and deleted ones, and save (atomically) when any changed.
+    A ``skipped`` document (its file unreadable now) keeps its saved chunks and hash."""
     old, new = saved["documents"], sources["documents"]
+    for doc_id, why in skipped.items():
+        if doc_id in old and doc_id not in new:
+            new[doc_id] = old[doc_id]
+            warnings.warn(f"kept {doc_id!r} from the previous index at {str(out)!r}: its file "
+                          f"could not be read now ({why}); fix the file and index again to "
+                          f"update it, or delete the file to drop it", stacklevel=3)
     added = [d for d in docs if d.id not in old]
     changed = [d for d in docs if d.id in old and old[d.id] != new[d.id]]
     deleted = [i for i in old if i not in new]

@@ -372,3 +372,25 @@ def test_no_document_id_can_print_a_character_a_terminal_obeys_or_a_line_of_its_
         assert sum(line.strip() == "sources:" for line in out.splitlines()) <= 1, out
         if "--json" in flags:
             assert {s["doc_id"] for s in json.loads(out)["sources"]} <= set(HOSTILE_IDS)
+
+
+def test_index_keeps_a_document_whose_file_cannot_be_read_now_and_warns_in_one_line(
+        corpus, tmp_path, capsys, monkeypatch):
+    """Every warning of a command prints as one 'ragbook: warning:' line (the embedding
+    cache's and sync_index's too, which once printed as raw Python warnings with a source
+    line), and a file unreadable on a re-index keeps its chunks: not a deletion."""
+    src = tmp_path / "src"
+    shutil.copytree(corpus, src)
+    assert run(capsys, "index", src, "--out", tmp_path / "i")[0] == 0
+    (src / "billing-invoices.md").write_bytes(b"caf\xe9 au lait, in Latin-1")   # not UTF-8
+    with (src / "billing-refund-policy.md").open("a") as f:                # one to embed
+        f.write("\nRefunds of gift cards are not possible.\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAGBOOK_CACHE", str(blocker / "cache"))            # uncreatable
+    code, out, err = run(capsys, "index", src, "--out", tmp_path / "i")
+    assert code == 0 and "1 changed, 0 deleted" in out, out
+    lines = [line for line in err.splitlines() if line.strip() and "embedding with" not in line]
+    assert lines and all(line.startswith("ragbook: warning: ") for line in lines), err
+    assert any("kept 'billing-invoices'" in line for line in lines), err
+    assert any("embedding cache folder cannot be created" in line for line in lines), err

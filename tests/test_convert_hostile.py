@@ -137,3 +137,120 @@ def test_invisible_pdf_text_is_not_indexed(tmp_path):
     text = convert(path).text
     assert "SECRET" not in text, text
     assert "Refunds take 14 days." in text and "Shown after." in text
+
+
+def pdf_with(path, ops: str, to_unicode: bytes | None = None, title=None, image=False):
+    """A one-page PDF drawing ``ops`` with font /F1 (its ToUnicode map ``to_unicode``), its
+    /Title ``title`` (any PDF object), and an image XObject /Im0 when ``image``."""
+    from pypdf.generic import NumberObject
+    writer = pypdf.PdfWriter()
+    page = writer.add_blank_page(612, 792)
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"),
+                             NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    if to_unicode is not None:
+        cmap = DecodedStreamObject()
+        cmap.set_data(to_unicode)
+        font[NameObject("/ToUnicode")] = writer._add_object(cmap)
+    resources = {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+    if image:
+        im = DecodedStreamObject()
+        im.set_data(b"\x80")
+        im.update({NameObject("/Type"): NameObject("/XObject"),
+                   NameObject("/Subtype"): NameObject("/Image"),
+                   NameObject("/Width"): NumberObject(1), NameObject("/Height"): NumberObject(1),
+                   NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+                   NameObject("/BitsPerComponent"): NumberObject(8)})
+        resources[NameObject("/XObject")] = DictionaryObject(
+            {NameObject("/Im0"): writer._add_object(im)})
+    page[NameObject("/Resources")] = DictionaryObject(resources)
+    stream = DecodedStreamObject()
+    stream.set_data(ops.encode("latin-1"))
+    page.replace_contents(stream)
+    if title is not None:
+        writer._info.get_object()[NameObject("/Title")] = title
+    out = io.BytesIO()
+    writer.write(out)
+    path.write_bytes(out.getvalue())
+    return path
+
+
+_LONE_SURROGATE_MAP = (b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName "
+                       b"/X def 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar "
+                       b"<41> <D800> endbfchar endcmap CMapName currentdict /CMap "
+                       b"defineresource pop end end")
+
+
+def test_a_lone_surrogate_from_a_pdf_font_map_is_replaced_with_a_warning(tmp_path):
+    """A ToUnicode map to half a UTF-16 pair gave text no tokenizer can read: `ragbook
+    index` died later with a TypeError naming no file. Now U+FFFD, and the file is named."""
+    from ragbook.bm25 import BM25Index
+    from ragbook.chunking import chunk_documents
+    pdf_with(tmp_path / "sur.pdf", "BT /F1 12 Tf 72 700 Td (Refunds A take 14 days) Tj ET",
+             to_unicode=_LONE_SURROGATE_MAP)
+    with pytest.warns(UserWarning, match=r"sur\.pdf': its text held lone surrogates.*U\+FFFD"):
+        docs = read_documents(tmp_path)
+    assert "\ufffd" in docs[0].text and "take 14 days" in docs[0].text
+    assert not any("\ud800" <= ch <= "\udfff" for ch in docs[0].text)
+    BM25Index().build(chunk_documents(docs, size=64, overlap=8)).save(tmp_path / "bm")
+
+
+@pytest.mark.parametrize("page", [
+    "<html><head><title>T</title><body><p>Refunds take 14 days.</p></body></html>",  # no </head>
+    "<body><form method=post><main><p>Refunds take 14 days.</p></main></form></body>",
+    "<body><form action=/x><h1>Refunds</h1><p>Refunds take 14 days.</p></form></body>",
+    "<main><dialog open><p>Refunds take 14 days.</p></dialog></main>",
+])
+def test_valid_html_whose_content_sits_in_a_head_form_or_open_dialog_is_read(tmp_path, page):
+    """The stdlib parser nested a body without </head> inside the head, which was dropped, and
+    a form or an open dialog was dropped with the whole page in it: valid pages 'held no text'."""
+    path = tmp_path / "page.html"
+    path.write_text(page)
+    assert "Refunds take 14 days." in convert(path).text
+
+
+def test_html_boilerplate_forms_and_closed_dialogs_and_first_duplicate_attribute(tmp_path):
+    """A search form and a closed dialog stay out; of a repeated attribute the first value
+    counts, as in a browser (`style=display:none style=color:red` is hidden)."""
+    path = tmp_path / "page.html"
+    path.write_text("<main><p>Refunds take 14 days.</p><form><p>SECRET-FORM</p><input></form>"
+                    "<dialog><p>SECRET-DIALOG</p></dialog>"
+                    "<p style='display:none' style='color:red'>SECRET-FIRST</p>"
+                    "<p class=hidden class=shown>SECRET-CLASS</p>"
+                    "<p style='color:red' style='display:none'>Shown too.</p></main>")
+    text = convert(path).text
+    assert "SECRET" not in text, text
+    assert "Refunds take 14 days." in text and "Shown too." in text
+
+
+def test_a_pdf_title_of_the_wrong_type_is_ignored_not_fatal(tmp_path):
+    """A /Title that is a number or an array refused the whole PDF ("'NumberObject' object has
+    no attribute 'strip'"), and a byte-string one became a bytes title."""
+    from pypdf.generic import ArrayObject, ByteStringObject, NumberObject, TextStringObject
+    ops = "BT /F1 12 Tf 72 700 Td (Refunds take 14 days.) Tj ET"
+    for name, title, want in [
+            ("number", NumberObject(5), "number"), ("name", NameObject("/Foo"), "name"),
+            ("array", ArrayObject([TextStringObject("a")]), "array"),
+            ("pdfdoc", ByteStringObject("Caf\u00e9 guide".encode("latin-1")), "Caf\u00e9 guide"),
+            ("junk", ByteStringObject(b"\xff\xfe\x00\x9c\x81"), "junk"),
+            ("ctrl", TextStringObject("Refund\x1b[31m policy\nguide"), "Refund [31m policy guide")]:
+        doc = convert(pdf_with(tmp_path / f"{name}.pdf", ops, title=title))
+        assert doc.title == want and isinstance(doc.title, str), (name, doc.title)
+        assert doc.text == "Refunds take 14 days.\n"
+
+
+def test_an_ocr_layer_over_a_scan_is_indexed_hidden_text_beside_visible_text_is_not(tmp_path):
+    """ocrmypdf/tesseract draw a scan's text invisible (3 Tr) over the page image: such a PDF
+    was refused with "run OCR first (e.g. ocrmypdf)", advice that gave the same refusal."""
+    scan = "q 612 0 0 792 0 0 cm /Im0 Do Q "
+    ocr = "BT 3 Tr /F1 12 Tf 72 700 Td (Every employee gets 25 days of paid leave.) Tj ET"
+    shown = " BT 0 Tr /F1 12 Tf 72 600 Td (Refunds take 14 days.) Tj ET"
+    with pytest.warns(UserWarning, match=r"ocr\.pdf': 1 of 1 pages .*OCR layer over a scan"):
+        doc = convert(pdf_with(tmp_path / "ocr.pdf", scan + ocr, image=True))
+    assert doc.text == "Every employee gets 25 days of paid leave.\n"
+    mixed = convert(pdf_with(tmp_path / "mixed.pdf", scan + ocr + shown, image=True))
+    assert mixed.text == "Refunds take 14 days.\n"            # hidden beside visible: out
+    with pytest.raises(ConversionError, match=r"hidden\.pdf' has text only drawn invisible "
+                                              r"\(render mode 3\) and no page image") as err:
+        convert(pdf_with(tmp_path / "hidden.pdf", ocr))
+    assert "ocrmypdf" not in str(err.value)                  # no circular advice

@@ -72,9 +72,12 @@ def test_all_blank_is_an_error(tmp_path):
 
 def test_non_utf8_file_is_named(tmp_path):
     write(tmp_path / "ok.md", "fine\n")
-    write(tmp_path / "latin.md", "caf\u00e9\n", encoding="latin-1")
+    latin = write(tmp_path / "latin.md", "caf\u00e9\n", encoding="latin-1")
+    with pytest.warns(UserWarning) as caught:
+        assert [d.id for d in read_documents(tmp_path)] == ["ok"]   # the rest is read
+    assert "latin.md' is not UTF-8" in str(caught[0].message) and "iconv" in str(caught[0].message)
     with pytest.raises(ValueError, match=r"latin\.md' is not UTF-8 .*iconv"):
-        read_documents(tmp_path)
+        read_documents(latin)                                      # given alone: an error
 
 
 def test_duplicate_ids_name_both_files(tmp_path):
@@ -158,4 +161,79 @@ def test_a_link_out_of_the_folder_is_not_indexed(tmp_path):
 def test_utf16_and_binary_files_are_refused_with_the_right_advice(tmp_path, raw, message):
     (tmp_path / "a.md").write_bytes(raw)
     with pytest.raises(ValueError, match=message):
-        read_documents(tmp_path)
+        read_documents(tmp_path / "a.md")
+
+
+def test_a_file_name_that_is_not_utf8_gives_a_valid_id_with_a_warning(tmp_path):
+    """b'caf\\xe9.md' gave the id 'caf\\udce9', which failed only when the index was saved,
+    after embedding; now the id is valid Unicode and the warning names the file."""
+    import os
+    write(tmp_path / "good.md", "Refunds take 14 days.\n")
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.md"), "w") as f:
+            f.write("Caf\u00e9 opening hours.\n")
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    with pytest.warns(UserWarning, match=r"caf\\udce9\.md': its id and title held lone surr"):
+        docs = read_documents(tmp_path)
+    assert sorted(d.id for d in docs) == ["caf\ufffd", "good"]
+    for d in docs:
+        (d.id + d.title + d.text).encode("utf-8")        # strict: no surrogate left
+
+
+def test_one_unreadable_text_file_is_skipped_and_the_rest_indexed(tmp_path, monkeypatch):
+    """A Markdown file without read permission, with front matter that is not `key: value`,
+    or not UTF-8 stopped the whole folder; it is skipped like a bad PDF, named with the fix."""
+    import pathlib
+    write(tmp_path / "good.md", "Refunds take 14 days.\n")
+    locked = write(tmp_path / "locked.md", "secret\n")
+    write(tmp_path / "front.md", "---\ntags:\n  - a\n  - b\n---\nbody\n")        # YAML list
+    write(tmp_path / "latin.txt", "caf\u00e9\n", encoding="latin-1")
+    real = pathlib.Path.read_bytes
+
+    def read_bytes(self):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(pathlib.Path, "read_bytes", read_bytes)
+    with pytest.warns(UserWarning) as caught:
+        docs = read_documents(tmp_path)
+    assert [d.id for d in docs] == ["good"]
+    assert docs.skipped.keys() == {"front", "latin", "locked"}
+    said = "\n".join(str(w.message) for w in caught)
+    assert "locked.md' could not be read (Permission denied); give yourself read" in said
+    assert "front.md" in said and "not 'key: value'" in said
+    assert "latin.txt' is not UTF-8" in said and "iconv" in said
+    assert "skipped 3 of 4 files under" in said
+    with pytest.raises(ValueError, match="locked.md' could not be read"):
+        read_documents(locked)                    # given alone, its error is raised
+
+
+def test_a_file_unreadable_on_reindex_keeps_its_chunks_only_a_removed_file_is_deleted(tmp_path):
+    """`ragbook index` again after one file broke said "1 deleted" and dropped its chunks: a
+    skipped file is not a deleted one. Its previous chunks stay, with a warning naming it."""
+    from ragbook.embeddings import Encoder
+    from ragbook.ingest import sync_index
+    src, out, encoder = tmp_path / "src", tmp_path / "index", Encoder()
+    write(src / "refunds.md", "# Refunds\n\nRefunds take 14 days.\n")
+    broken = write(src / "leave.md", "# Leave\n\nEvery employee gets 25 days of paid leave.\n")
+    first = sync_index(read_documents(src), out, encoder, size=64, overlap=8)
+    kept = [r["id"] for r in first.retriever.items_ if r["doc_id"] == "leave"]
+    broken.write_bytes(b"# Leave\n\nCaf\xe9 opening hours.\n")       # not UTF-8 now
+    with pytest.warns(UserWarning) as caught:
+        again = sync_index(read_documents(src), out, encoder, size=64, overlap=8)
+    assert (again.added, again.changed, again.deleted) == ((), (), ())
+    assert [r["id"] for r in again.retriever.items_ if r["doc_id"] == "leave"] == kept
+    assert any("kept 'leave' from the previous index" in str(w.message)
+               and "leave.md' is not UTF-8" in str(w.message) for w in caught)
+    import shutil
+    shutil.copytree(out, tmp_path / "copy")      # built in full: the loss is said, not silent
+    with pytest.warns(UserWarning) as caught:
+        sync_index(read_documents(src), tmp_path / "copy", encoder, size=64, overlap=8,
+                   rebuild=True)
+    assert any("in full without ['leave'], whose files could not be read now"
+               in str(w.message) for w in caught)
+    broken.unlink()                                                  # gone: now deleted
+    gone = sync_index(read_documents(src), out, encoder, size=64, overlap=8)
+    assert gone.deleted == ("leave",)
+    assert not [r for r in gone.retriever.items_ if r["doc_id"] == "leave"]
