@@ -35,31 +35,29 @@ drawn invisible (render mode 3), except a scan's OCR layer (its only text, over 
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from .conversion import (
+    MAX_BYTES,
+    MAX_CHARS,
+    MAX_UNZIPPED,
+    ConversionError,
+    join_blocks,
+    library,
+    unreadable,
+)
 from .docx_text import read_docx
+from .pdf_text import visible_text
 from .types import Document
 
 __all__ = ["convert", "valid_unicode", "read_pdf", "read_html", "read_docx", "pages_of",
            "CONVERTERS", "MAX_BYTES", "MAX_CHARS", "MAX_UNZIPPED", "ConversionError"]
 
-MAX_BYTES = 50_000_000  # the largest file converted by default (50 MB); read_documents(max_bytes=)
-MAX_CHARS = 10_000_000  # the most text kept from one file (about 3,000 pages); convert(max_chars=)
-MAX_UNZIPPED = 200_000_000  # a DOCX whose parts unzip past this is refused before parsing
 _MAX_DEPTH = 200        # HTML elements nested deeper are read as plain text
-_EXTRA = 'pip install "ragbook[documents]"'
-
-
-class ConversionError(ValueError):
-    """A file that cannot be read as a document (encrypted, no text, corrupt, too large); the
-    message names the file, the problem and the fix. ``read_documents`` skips such a file in a
-    folder, with a warning, and reads the others."""
 
 
 def convert(path: str | os.PathLike, doc_id: str | None = None,
@@ -90,7 +88,7 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
         raise ConversionError(f"{str(path)!r} is nested too deeply to convert; save it "
                               f"flatter (or as plain text), or remove it") from None
     except Exception as err:  # a converter's unforeseen failure: one bad file, not a crash
-        raise _unreadable(path, path.suffix.lstrip(".").upper(), err) from err
+        raise unreadable(path, path.suffix.lstrip(".").upper(), err) from err
     doc = valid_unicode(doc, path)
     if len(doc.text) <= max_chars:
         return doc
@@ -124,26 +122,6 @@ def valid_unicode(doc: Document, path: str | os.PathLike) -> Document:
     return Document(**fixed, metadata=doc.metadata)
 
 
-def _library(module: str, package: str, suffix: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"reading {suffix} files needs the package {package!r}, which is not "
-                          f"installed; install the documents extra: {_EXTRA}") from None
-
-
-def _unreadable(path: Path, kind: str, err: Exception) -> ConversionError:
-    detail = " ".join(str(err).split())[:160] or type(err).__name__
-    return ConversionError(f"{str(path)!r} is not a readable {kind} file ({detail}); open it "
-                           f"in its application and save it again, or remove it")
-
-
-def _finish(blocks: list[str]) -> str:
-    """Blocks joined by blank lines, one final newline: the convention of ``read_documents``
-    (no blank lines at either end), so a converted file chunks like a Markdown one."""
-    return "\n\n".join(blocks) + "\n" if blocks else ""
-
-
 # -- PDF -------------------------------------------------------------------------------------
 def read_pdf(path: Path, doc_id: str) -> Document:
     """A PDF's text layer, page by page (pypdf), pages joined by a blank line.
@@ -155,14 +133,14 @@ def read_pdf(path: Path, doc_id: str) -> Document:
     password is read; one that needs a password, or one with no text at all (a scan), is
     refused; pages without text in an otherwise textual PDF are named in a warning.
     """
-    pypdf = _library("pypdf", "pypdf", ".pdf")
+    pypdf = library("pypdf", "pypdf", ".pdf")
     try:
         pdf = pypdf.PdfReader(path)
         if pdf.is_encrypted and not pdf.decrypt(""):
             raise ConversionError(f"{str(path)!r} is encrypted and needs a password to open; "
                                   f"decrypt it first (e.g. qpdf --decrypt --password=... in.pdf "
                                   f"out.pdf)")
-        pages, kinds = [*zip(*map(_visible_text, pdf.pages), strict=True)] or ((), ())
+        pages, kinds = [*zip(*map(visible_text, pdf.pages), strict=True)] or ((), ())
         title = _pdf_title(pdf)
     except ConversionError:
         raise
@@ -171,7 +149,7 @@ def read_pdf(path: Path, doc_id: str) -> Document:
             raise ConversionError(f"{str(path)!r} is AES-encrypted and pypdf needs the "
                                   f"'cryptography' package to open it: pip install "
                                   f"cryptography, or decrypt the file first") from err
-        raise _unreadable(path, "PDF", err) from err
+        raise unreadable(path, "PDF", err) from err
     if not pages:
         raise ConversionError(f"{str(path)!r} has no pages; remove it")
     texts = [p.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").strip()
@@ -198,7 +176,7 @@ def read_pdf(path: Path, doc_id: str) -> Document:
         if t:
             blocks.append(t)
             offset += len(t) + 2  # the blank line that follows a page
-    text = _finish(blocks)
+    text = join_blocks(blocks)
     starts = [min(s, len(text)) for s in starts]  # trailing empty pages begin at the end
     return Document(id=doc_id, text=text, title=title or path.stem,
                     metadata={"format": "pdf", "pages": len(texts), "page_starts": starts})
@@ -219,44 +197,6 @@ def _pdf_title(pdf) -> str:
     if not isinstance(value, str) or type(value).__name__ == "NameObject":
         return ""
     return " ".join("".join(c if c.isprintable() else " " for c in value).split())
-
-
-def _visible_text(page) -> tuple[str, str]:
-    """``(text, "visible")``: a page's text without text drawn invisible (render mode 3 or 7,
-    how planted instructions hide). A page whose only text is invisible and that draws an
-    image is a scan's OCR layer (ocrmypdf, tesseract): ``(that text, "ocr")``; invisible text
-    alone: ``("", "hidden")``. Only a page that sets such a mode pays for the slower walk."""
-    contents = page.get_contents()
-    data = contents.get_data() if contents is not None else b""
-    if not re.search(rb"(?<![\w.])[37]\s+Tr\b", data):
-        return page.extract_text() or "", "visible"
-    modes, parts, hidden, images = [0], [], [], []
-
-    def operator(op, args, cm, tm):
-        if op == b"Tr" and args:
-            modes[-1] = int(args[0])
-        elif op == b"q":
-            modes.append(modes[-1])
-        elif op == b"Q" and len(modes) > 1:
-            modes.pop()
-        elif op in (b"BI", b"INLINE IMAGE") or (op == b"Do" and args and _is_image(page, args[0])):
-            images.append(op)
-
-    def text(t, cm, tm, font, size):
-        (hidden if modes[-1] in (3, 7) else parts).append(t)
-
-    page.extract_text(visitor_operand_before=operator, visitor_text=text)
-    if "".join(parts).strip() or not "".join(hidden).strip():
-        return "".join(parts), "visible"
-    return ("".join(hidden), "ocr") if images else ("", "hidden")
-
-
-def _is_image(page, name) -> bool:
-    """Whether the XObject ``name`` that a page draws (``Do``) is an image."""
-    try:
-        return page["/Resources"]["/XObject"][name].get_object().get("/Subtype") == "/Image"
-    except (KeyError, TypeError, AttributeError):
-        return False
 
 
 def _ocr_warning(path: Path, pages: list[int], total: int) -> None:
@@ -310,7 +250,7 @@ def read_html(path: Path, doc_id: str) -> Document:
     ``<title>``, else the first heading, else the file name. The encoding is what the page
     declares, else detected.
     """
-    bs4 = _library("bs4", "beautifulsoup4", ".html")
+    bs4 = library("bs4", "beautifulsoup4", ".html")
     raw = path.read_bytes()
     if b"\x00" in raw[:8192]:
         raise ConversionError(f"{str(path)!r} holds NUL bytes: it is binary data, not an HTML "
@@ -318,7 +258,7 @@ def read_html(path: Path, doc_id: str) -> Document:
     try:
         soup = _soup(bs4, raw)
     except Exception as err:
-        raise _unreadable(path, "HTML", err) from err
+        raise unreadable(path, "HTML", err) from err
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
     for tag in soup.find_all(_is_boilerplate):
         if not tag.decomposed:
@@ -340,7 +280,7 @@ def read_html(path: Path, doc_id: str) -> Document:
                               f"boilerplate are removed (a script-rendered page or an empty "
                               f"one); save the rendered page, or remove it")
     first_heading = next((b.lstrip("#").strip() for b in blocks if b.startswith("#")), "")
-    return Document(id=doc_id, text=_finish(blocks),
+    return Document(id=doc_id, text=join_blocks(blocks),
                     title=title or first_heading or path.stem, metadata={"format": "html"})
 
 

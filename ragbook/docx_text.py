@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from . import conversion  # MAX_UNZIPPED read when called: a test may lower it
+from .conversion import ConversionError, join_blocks, library, unreadable
 from .types import Document
 
 __all__ = ["body_items", "read_docx", "W"]
@@ -120,9 +122,7 @@ def read_docx(path: Path, doc_id: str) -> Document:
     The title is the file's Title property, else its Title paragraph,
     else its first heading, else the file name.
     """
-    from .convert import ConversionError, _finish, _library, _unreadable  # convert imports us
-
-    docx = _library("docx", "python-docx", ".docx")
+    docx = library("docx", "python-docx", ".docx")
     _check_unzipped(path)
     try:
         word = docx.Document(str(path))
@@ -130,7 +130,7 @@ def read_docx(path: Path, doc_id: str) -> Document:
                  for kind, el, text in body_items(word)]
         title = (word.core_properties.title or "").strip()
     except Exception as err:  # not a zip, a zip without Word parts, damaged XML
-        raise _unreadable(path, "DOCX", err) from err
+        raise unreadable(path, "DOCX", err) from err
     shift = int(any(style == "Title" for _, style, _ in items))
     blocks, headings = [], []
     for kind, style, text in items:
@@ -151,7 +151,7 @@ def read_docx(path: Path, doc_id: str) -> Document:
                               f"words); remove it, or fill it")
     named = next((t for s, t in headings if s == "Title"), "") or next(
         (t for _, t in headings), "")
-    return Document(id=doc_id, text=_finish(blocks), title=title or named or path.stem,
+    return Document(id=doc_id, text=join_blocks(blocks), title=title or named or path.stem,
                     metadata={"format": "docx"})
 
 
@@ -165,15 +165,13 @@ def _check_unzipped(path: Path) -> None:
     parsing any of it."""
     import zipfile
 
-    from . import convert  # MAX_UNZIPPED read when called: a test may lower it
-
     try:
         with zipfile.ZipFile(path) as z:
             size = sum(i.file_size for i in z.infolist())
     except (zipfile.BadZipFile, OSError):
         return                        # python-docx names the damage
-    if size > convert.MAX_UNZIPPED:
-        raise convert.ConversionError(
+    if size > conversion.MAX_UNZIPPED:
+        raise ConversionError(
             f"{str(path)!r} unzips to {size:,} bytes, over MAX_UNZIPPED="
-            f"{convert.MAX_UNZIPPED:,} (a compressed file that expands enormously); open it in "
+            f"{conversion.MAX_UNZIPPED:,} (a compressed file that expands enormously); open it in "
             f"Word and save a smaller copy, or remove it")

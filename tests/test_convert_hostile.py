@@ -12,7 +12,7 @@ from docx.oxml import parse_xml  # noqa: E402
 from docx.oxml.ns import nsdecls  # noqa: E402
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject  # noqa: E402
 
-from ragbook import convert as conv  # noqa: E402
+from ragbook import conversion  # noqa: E402
 from ragbook.convert import ConversionError, convert  # noqa: E402
 from ragbook.ingest import read_documents  # noqa: E402
 
@@ -90,7 +90,7 @@ def test_docx_hidden_runs_out_insertions_controls_fields_text_boxes_in(tmp_path)
 
 def test_a_docx_that_unzips_past_the_limit_is_refused_by_name(tmp_path, monkeypatch):
     path = word_with("", tmp_path, "bomb.docx")
-    monkeypatch.setattr(conv, "MAX_UNZIPPED", 1000)
+    monkeypatch.setattr(conversion, "MAX_UNZIPPED", 1000)
     with pytest.raises(ConversionError, match=r"bomb.docx' unzips to .* over MAX_UNZIPPED"):
         convert(path)
     (tmp_path / "ok.md").write_text("Refunds take 14 days.\n")
@@ -139,9 +139,11 @@ def test_invisible_pdf_text_is_not_indexed(tmp_path):
     assert "Refunds take 14 days." in text and "Shown after." in text
 
 
-def pdf_with(path, ops: str, to_unicode: bytes | None = None, title=None, image=False):
+def pdf_with(path, ops: str, to_unicode: bytes | None = None, title=None, image=False,
+             form: str | None = None):
     """A one-page PDF drawing ``ops`` with font /F1 (its ToUnicode map ``to_unicode``), its
-    /Title ``title`` (any PDF object), and an image XObject /Im0 when ``image``."""
+    /Title ``title`` (any PDF object), an image XObject /Im0 when ``image``, and a form
+    XObject /X1 drawing ``form`` (FlateDecode-compressed, as writers store them)."""
     from pypdf.generic import NumberObject
     writer = pypdf.PdfWriter()
     page = writer.add_blank_page(612, 792)
@@ -163,6 +165,17 @@ def pdf_with(path, ops: str, to_unicode: bytes | None = None, title=None, image=
                    NameObject("/BitsPerComponent"): NumberObject(8)})
         resources[NameObject("/XObject")] = DictionaryObject(
             {NameObject("/Im0"): writer._add_object(im)})
+    if form is not None:
+        from pypdf.generic import ArrayObject
+        x = DecodedStreamObject()
+        x.set_data(form.encode("latin-1"))
+        x.update({NameObject("/Type"): NameObject("/XObject"),
+                  NameObject("/Subtype"): NameObject("/Form"),
+                  NameObject("/BBox"): ArrayObject([NumberObject(v) for v in (0, 0, 612, 792)]),
+                  NameObject("/Resources"): DictionaryObject(
+                      {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})})
+        resources.setdefault(NameObject("/XObject"), DictionaryObject())[
+            NameObject("/X1")] = writer._add_object(x.flate_encode())
     page[NameObject("/Resources")] = DictionaryObject(resources)
     stream = DecodedStreamObject()
     stream.set_data(ops.encode("latin-1"))
@@ -254,3 +267,19 @@ def test_an_ocr_layer_over_a_scan_is_indexed_hidden_text_beside_visible_text_is_
                                               r"\(render mode 3\) and no page image") as err:
         convert(pdf_with(tmp_path / "hidden.pdf", ocr))
     assert "ocrmypdf" not in str(err.value)                  # no circular advice
+
+
+@pytest.mark.parametrize("ops, form", [
+    ("BT /F1 12 Tf 72 700 Td (Visible words) Tj 3 Tr (SECRET) Tj ET", None),
+    ("BT /F1 12 Tf 72 700 Td 3 Tr (SECRET) Tj 0 Tr (Visible words) Tj ET", None),
+    ("BT /F1 12 Tf 72 700 Td (Visible words) Tj 72 680 Td 3.0 Tr (SECRET) Tj ET", None),
+    ("BT /F1 12 Tf 72 700 Td (Visible words) Tj 72 680 Td 03 Tr (SECRET) Tj ET", None),
+    ("BT /F1 12 Tf 72 700 Td (Visible words) Tj ET q /X1 Do Q",
+     "BT 3 Tr /F1 12 Tf 72 600 Td (SECRET) Tj ET")])
+def test_invisible_pdf_text_is_left_out_wherever_and_however_it_is_drawn(tmp_path, ops, form):
+    """Invisible text (3 Tr) in the same text block as visible text, in either order; its
+    mode written 3.0 or 03; inside a form XObject the page draws. The first was refused
+    whole, the others indexed SECRET: the mode was read when pypdf flushed a piece, the
+    pre-scan matched only '3 Tr', and only the page's own stream was scanned."""
+    doc = convert(pdf_with(tmp_path / "p.pdf", ops, form=form))
+    assert "Visible words" in doc.text and "SECRET" not in doc.text
