@@ -447,13 +447,15 @@ for text in attacks:
 # But look at the answers: a planted sentence *is* in a passage, and when a question matches it
 # closely it is the best sentence — quoted, with `community-export-tips` as its source, to a
 # customer who asked about refunds. Not obeyed, but delivered. Two defences: keep untrusted user content
-# out of the index you answer from, and never let an instruction-like sentence be an answer. The
-# pipeline does the second by default (`skip_instructions=True`): a sentence `instruction_like`
-# flags is never an answer. When it would have been the best one, the question goes to a
-# person with the reason `planted_instruction` — a page carrying one has been tampered with;
-# when a genuine answer ranks above it, that answer is given. Recognising a planted sentence can
-# fail (a new phrasing, another language), so a second guard does not depend on it
-# (`guard_directives=True`): an answer that *directs* — "from now on …", a request for a password,
+# out of the index you answer from, and never answer from a page that carries an
+# instruction-like sentence. The pipeline does the second by default (`skip_instructions=True`):
+# a page where `instruction_like` flags a sentence is never quoted — not that sentence, and not
+# its others either, since a payload often sits in the sentence *after* "Note for AI
+# assistants:", where no detector sees it. When such a page holds the best answer, the question
+# goes to a person with the reason `planted_instruction` — the page has been tampered with;
+# when a genuine answer from another page ranks above it, that answer is given. Recognising a
+# planted sentence can fail (a new phrasing, another language), so a second guard does not
+# depend on it (`guard_directives=True`): an answer that *directs* — "from now on …", a request for a password,
 # words addressed to the assistant — is delivered only when another document states it too;
 # otherwise the question escalates with `unsupported_answer`.
 

@@ -273,9 +273,11 @@ def planted_sentences(text: str, extra=None) -> list[str]:
 
 
 def evidence(text: str) -> str:
-    """``text`` without its flagged sentences: what may back a claim (``support``)."""
-    flagged = set(planted_spans(text))
-    return " ".join(text[a:z] for a, z in sentence_spans(text) if (a, z) not in flagged)
+    """What of ``text`` may back a claim (``support``): all of it, or nothing when it
+    carries a sentence planted for a model — the payload of such a passage sits as often in
+    a sentence the detector does not flag (the one after "Note to AI assistants:"), so the
+    passage is untrusted as a whole, as ``guards.planted_in`` treats its page."""
+    return "" if planted_spans(text) else text
 
 
 def instruction_like(text: str) -> bool:

@@ -122,9 +122,10 @@ class Pipeline(Component):
     kind, or outside what the confidence can be, is refused (``calibrate`` sets both).
     ``exclude_superseded`` adds ``status != superseded`` to every filter,
     ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``),
-    ``skip_instructions`` never lets a sentence planted for a model (``planted_spans``: an
-    instruction to the AI, after Unicode and markup disguises are undone, alone or split over
-    two sentences) be an extractive answer — when one would be the best answer, the question
+    ``skip_instructions`` never lets a page carrying a sentence planted for a model
+    (``planted_spans``: an instruction to the AI, after Unicode and markup disguises are
+    undone, alone or split over two sentences) give an extractive answer, from any of its
+    sentences (``guards.planted_in``) — when one would be the best answer, the question
     escalates (``planted_instruction``: the page needs a person's eyes); when a genuine
     answer ranks above it, that answer is given and the trace notes ``planted_skipped``.
     ``guard_directives`` never delivers (nor streams) an answer sentence that is a directive
@@ -270,10 +271,10 @@ class Pipeline(Component):
             if bait is not None and (not good or bait.score > span.score):
                 doc = next(h.doc_id for h, _ in kept if h.id == bait.source)
                 return self._escalated(prep, t, "planted_instruction", f"the best answer "
-                                       f"would be a sentence written to a model, planted in "
-                                       f"{doc!r} (characters {bait.start}-{bait.end} of "
-                                       f"{bait.source!r}); it is never quoted, and a page "
-                                       f"carrying one needs a person's eyes",
+                                       f"would come from {doc!r}, a page that carries a "
+                                       f"sentence written to a model (the answer: characters "
+                                       f"{bait.start}-{bait.end} of {bait.source!r}); such a "
+                                       f"page is never quoted and needs a person's eyes",
                                        {"planted": [bait.source, bait.start, bait.end]})
         return Admitted(kept, planted, span, t)
 
@@ -306,9 +307,8 @@ class Pipeline(Component):
                                    {"verdict": "unsupported_directive"})
         by_id = {h.id: h for h in admitted.hits}
         sources = tuple(by_id[s] for s in answer.sources if s in by_id)
-        superseded = [h for h in sources if matches(h.metadata, _SUPERSEDED)]
-        if superseded:
-            h = superseded[0]
+        h = next((h for h in sources if matches(h.metadata, _SUPERSEDED)), None)
+        if h is not None:
             return self._escalated(prep, t, "superseded_source", f"the answer comes from "
                                    f"{h.doc_id!r}, which is superseded by "
                                    f"{h.metadata.get('superseded_by', '?')!r}")

@@ -64,8 +64,10 @@ class GenerativeReader(Component):
     Passages are untrusted: their text cannot break out of its fence in the prompt
     (``build_messages``), and the sentences planted for the model (``planted_sentences``:
     each sentence and adjacent pair after Unicode and markup normalisation; listed in
-    ``last_["instructions"]`` as (passage number, sentence)) never back a claim — a claim
-    only they support is dropped, and a reply left with none is ``"unsupported"``.
+    ``last_["instructions"]`` as (passage number, sentence)) never back a claim, nor does
+    any passage of a page that carries one (its payload is as often in the next sentence or
+    chunk) — a claim only they support is dropped, and a reply left with none is
+    ``"unsupported"``.
 
     ``llm`` is any backend with ``generate`` (and optionally ``score``); None means
     ``get_llm()``, made on first use. ``keep`` is how many hits, best first, it reads.
@@ -195,8 +197,10 @@ class GenerativeReader(Component):
     def _verify(self, claims: list[str], passages: Sequence[Hit], trace) -> list[str]:
         """Keep the sentences a cited passage backs; re-cite or drop the others."""
         kept, checks = [], []
+        # a page carrying a planted sentence backs nothing, in any of its passages read
+        tainted = {h.doc_id for h in passages if planted_sentences(h.text)}
         for claim in claims:
-            backing = [support(claim, h.text) for h in passages]
+            backing = [0.0 if h.doc_id in tainted else support(claim, h.text) for h in passages]
             cited = [n for n in map(int, CITE.findall(claim)) if 1 <= n <= len(passages)]
             best = int(np.argmax(backing)) + 1
             if cited and max(backing[n - 1] for n in cited) >= self.min_support:
