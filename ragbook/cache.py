@@ -51,11 +51,12 @@ def guarded(cache, what: str, action, fallback):
         return fallback
     try:
         return action()
-    except sqlite3.Error as err:
+    except (sqlite3.Error, OSError) as err:   # OSError: its folder cannot be made
         cache.broken = str(err)
-        warnings.warn(f"{what} {str(cache.path)!r} failed ({err}); going on without it for "
-                      f"this run. Delete the file (it is rebuilt) or check the disk and its "
-                      f"permissions", stacklevel=4)
+        where = repr(str(cache.path)) if cache.path is not None else "(its folder)"
+        warnings.warn(f"{what} {where} failed ({err}); going on without it for this run. "
+                      f"Delete the file (it is rebuilt), or check the disk and its permissions "
+                      f"(RAGBOOK_CACHE sets the folder)", stacklevel=4)
         return fallback
 
 
@@ -73,13 +74,15 @@ class Cache:
         self.ttl = check_threshold(ttl, "ttl")
         if self.ttl is not None and self.ttl <= 0:
             raise ValueError(f"ttl must be > 0 seconds (or None for no expiry), got {ttl!r}")
-        self.path = path if path is not None else models.cache_dir("cache") / f"{name}.sqlite"
+        self.path = path              # default: cache_dir("cache"), made when opened
         self.hits = self.misses = 0
         self.broken: str | None = None   # why the cache is off for this run, once it fails
         self._lock = threading.Lock()
         self._db = None
 
         def open_db():
+            if self.path is None:
+                self.path = models.cache_dir("cache") / f"{name}.sqlite"
             self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
             with self._db:
                 self._db.execute("CREATE TABLE IF NOT EXISTS entry (ns TEXT, key TEXT, "
@@ -200,10 +203,17 @@ class CachedRetriever(WrapperRetriever):
             self.cache.put(key, {"hits": [h.to_dict() for h in got.hits],
                                  "confidence": got.confidence, "kind": got.confidence_kind})
             return got
-        hits = tuple(Hit.from_dict({**r, "rank": n}) for n, r in enumerate(row["hits"], 1))
+        try:
+            hits = tuple(Hit.from_dict({**r, "rank": n}) for n, r in enumerate(row["hits"], 1))
+            confidence, kind = row["confidence"], row["kind"]
+        except (KeyError, TypeError, ValueError):    # a damaged row: recompute, overwrite
+            got = self.retriever.retrieve(query, k=k, where=where, scope=scope)
+            self.cache.put(key, {"hits": [h.to_dict() for h in got.hits],
+                                 "confidence": got.confidence, "kind": got.confidence_kind})
+            return got
         return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where,
                                                                 "scope": scope}),),
-                         row["confidence"], row["kind"])
+                         confidence, kind)
 
 
 
@@ -252,7 +262,10 @@ class CachedPipeline(Component):
         key = Cache.key(condensed, validate_where(where), scoped(None, scope))  # as applied
         hit = self.cache.get(key)
         if hit is not None:
-            return Result.from_dict(hit)
+            try:
+                return Result.from_dict(hit)
+            except (KeyError, TypeError, ValueError):  # a damaged row: recompute, overwrite
+                pass
         result = self.pipeline.ask(question, history, where, scope=scope)
         self.cache.put(key, result.to_dict())
         return result

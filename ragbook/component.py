@@ -180,17 +180,58 @@ def identity_of(value: Any) -> Any:
         return {"items": _items_digest(value)}   # a corpus handed over as a setting
     if isinstance(value, (list, tuple)):
         return [identity_of(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): identity_of(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, dict):       # keys and set members typed: {1} is not {"1"}
+        return {_typed(k): identity_of(v)
+                for k, v in sorted(value.items(), key=lambda kv: _typed(kv[0]))}
     if isinstance(value, (set, frozenset)):
-        return sorted(str(identity_of(v)) for v in value)
+        return sorted(_typed(v) for v in value)
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     fp = getattr(value, "fingerprint", None)
     if isinstance(fp, str):
         return {"fingerprint": fp}
-    if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value):
+    if inspect.isfunction(value):
+        return _function_identity(value)
+    if inspect.isclass(value) or inspect.isbuiltin(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}"
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
     return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"
+
+
+def _typed(value: Any) -> str:
+    """A dict key or set member as text that keeps its type apart (a str as itself, as
+    fingerprints have always written it; ``1`` as ``int:1``)."""
+    return value if isinstance(value, str) else f"{type(value).__name__}:{identity_of(value)!r}"
+
+
+def _function_identity(f) -> dict:
+    """A function by what it does, not only its name: two closures from one factory, two
+    lambdas, or a function redefined in a notebook share a qualified name and compute
+    different things, so the identity also holds a digest of its code (bytecode, constants,
+    names; not its file or line) and its defaults and closure values (a function among them
+    by name and code only, so a recursive closure ends)."""
+    return {"function": f"{f.__module__}.{f.__qualname__}", "code": _code_digest(f.__code__),
+            "defaults": identity_of(list(f.__defaults__ or ())),
+            "kwdefaults": identity_of(dict(f.__kwdefaults__ or {})),
+            "closure": [_cell_identity(c) for c in f.__closure__ or ()]}
+
+
+def _cell_identity(cell) -> Any:
+    try:
+        value = cell.cell_contents
+    except ValueError:                # a cell not yet filled
+        return None
+    if inspect.isfunction(value):
+        return {"function": value.__qualname__, "code": _code_digest(value.__code__)}
+    return identity_of(value)
+
+
+def _code_digest(code) -> str:
+    h = hashlib.sha256(code.co_code)
+    for const in code.co_consts:
+        h.update((_code_digest(const) if inspect.iscode(const) else repr(const)).encode(
+            "utf-8", "surrogatepass"))
+    h.update(repr((code.co_names, code.co_varnames)).encode())
+    return h.hexdigest()[:16]
+

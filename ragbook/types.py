@@ -95,15 +95,21 @@ class Hit:
         >>> Hit.from_dict(hit.to_dict()) == hit
         True
         """
-        return {"id": self.id, "doc_id": self.doc_id, "start": self.start, "end": self.end,
-                "score": self.score, "rank": self.rank, "text": self.text,
-                "metadata": dict(self.metadata)}
+        out = {"id": self.id, "doc_id": self.doc_id, "start": self.start, "end": self.end,
+               "score": self.score, "rank": self.rank, "text": self.text,
+               "metadata": dict(self.metadata)}
+        tuples = [k for k, v in self.metadata.items() if isinstance(v, tuple)]
+        if tuples:                    # JSON has no tuple: name them, so from_dict restores them
+            out["tuples"] = tuples
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Hit:
-        """The ``Hit`` that ``to_dict`` wrote (checked as any ``Hit``); ``KeyError`` when a
-        field is missing."""
-        return cls(d["id"], d["score"], d["rank"], d["doc_id"], d["text"], d["metadata"],
+        """The ``Hit`` that ``to_dict`` wrote (checked as any ``Hit``; tuple-valued metadata
+        restored); ``KeyError`` when a field is missing."""
+        metadata = {k: tuple(v) if k in d.get("tuples", ()) else v
+                    for k, v in d["metadata"].items()}
+        return cls(d["id"], d["score"], d["rank"], d["doc_id"], d["text"], metadata,
                    d["start"], d["end"])
 
 

@@ -69,3 +69,62 @@ def test_a_set_in_scope_or_where_is_cached_and_traced(hc_hybrid, tmp_path):
     first = cp.ask(QUESTION, where=where, scope=scope)
     second = cp.ask(QUESTION, where=where, scope={"access": {"customer", "public"}})
     assert first.answer == second.answer == plain.answer and cp.cache.hits == 1
+
+
+def _docs():
+    from ragbook.types import Document
+
+    return [Document("pub1", "refund window for plans", metadata={"tags": ("a", "b")}),
+            Document("pub2", "office hours on sundays", metadata={"tags": ("c",)})]
+
+
+def test_two_functions_with_one_name_are_two_settings_for_the_cache(tmp_path):
+    """A tokenizer from one factory with other stopwords computes other hits: fingerprinted
+    by its qualified name alone, the cache served one's results for the other."""
+    from ragbook import BM25Index
+
+    def tokenizer(stop):
+        def tok(text):
+            return [w for w in text.lower().split() if w not in stop]
+        return tok
+
+    path = tmp_path / "r.sqlite"
+    a = BM25Index(tokenizer=tokenizer(set())).build(_docs())
+    b = BM25Index(tokenizer=tokenizer({"refund", "window"})).build(_docs())
+    assert a.fingerprint != b.fingerprint
+    assert a.fingerprint == BM25Index(tokenizer=tokenizer(set())).build(_docs()).fingerprint
+    CachedRetriever(a, path=path).search("refund window", k=2)
+    assert [h.id for h in CachedRetriever(b, path=path).search("refund window", k=2)] == \
+        [h.id for h in b.search("refund window", k=2)]
+    from ragbook.component import identity_of
+    assert identity_of({1}) != identity_of({"1"}) and identity_of({1: 0}) != identity_of({"1": 0})
+
+
+def test_a_cached_hit_is_the_hit_and_a_damaged_row_is_recomputed(tmp_path):
+    import sqlite3
+
+    from ragbook import BM25Index
+
+    index = BM25Index().build(_docs())
+    cached = CachedRetriever(index, path=tmp_path / "r.sqlite")
+    first = cached.search("refund window", k=2)
+    again = cached.search("refund window", k=2)
+    assert again == first and again[0].metadata["tags"] == ("a", "b")     # tuples stay tuples
+    for damage in ('"garbage"', "[]", '{"hits": [{"id": 1}]}'):
+        with sqlite3.connect(tmp_path / "r.sqlite") as db:
+            db.execute("UPDATE entry SET value = ?", (damage,))
+        assert cached.search("refund window", k=2) == first, damage
+
+
+def test_an_uncreatable_cache_folder_warns_and_runs_uncached(tmp_path, monkeypatch, hc_hybrid):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAGBOOK_CACHE", str(blocker / "sub"))
+    from ragbook import BM25Index
+
+    with pytest.warns(UserWarning, match="cache.*failed.*RAGBOOK_CACHE"):
+        cached = CachedRetriever(BM25Index().build(_docs()))
+    assert [h.id for h in cached.search("refund window", k=1)] == ["pub1"]
+    with pytest.warns(UserWarning, match="cache.*failed"):
+        answers = CachedPipeline(Pipeline(hc_hybrid))
+    assert answers.ask("How long is the refund window?").question

@@ -440,3 +440,18 @@ def test_ragbook_serve_starts_a_server_in_its_scope(index, tmp_path):
     finally:
         proc.send_signal(2)
         assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("raw", [b"[" * 10_000, b'{"question": "refund window", "scope": ' +
+                                 b'{"access": "public", "x\\ud800": "public"}}',
+                                 b'{"question": "refund window", "scope": {"access": "\\udc00"}}'])
+def test_a_body_nested_past_python_or_holding_a_lone_surrogate_is_a_400_json_error(server, raw):
+    """Both once gave a 500 with a traceback in the log (RecursionError is not a
+    ValueError; a surrogate in the scope failed only when the reply was encoded) and /stream
+    a 200 cut off mid-body."""
+    for path in ("/ask", "/stream", "/explain"):
+        status, headers, text = call(server, "POST", path, raw=raw,
+                                     headers={"Content-Type": "application/json"})
+        assert status == 400 and headers["content-type"].startswith("application/json"), \
+            (path, status, text)
+        assert json.loads(text)["error"]["message"]

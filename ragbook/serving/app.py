@@ -97,7 +97,7 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
         fixed = policy.scope_for(request.headers.get("authorization"))
         try:
             req = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):      # RecursionError: [[[[... nested past Python
             req = None
         if not isinstance(req, dict) or not isinstance(req.get(field), str) \
                 or not req[field].strip() or set(req) - {field, "scope"}:

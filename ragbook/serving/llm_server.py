@@ -48,10 +48,10 @@ def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str], bool
     ``_BadRequest`` (400) naming the field when it is not one."""
     try:
         req = json.loads(body)
-    except ValueError as err:
-        raise _BadRequest(400, f"the body is not JSON ({err}); send a chat-completions request, "
-                               "e.g. {\"messages\": [{\"role\": \"user\", "
-                               "\"content\": \"hi\"}]}") from err
+    except (ValueError, RecursionError) as err:      # RecursionError: nested past Python
+        raise _BadRequest(400, f"the body is not JSON ({type(err).__name__}: {err}); send a "
+                               "chat-completions request, e.g. {\"messages\": "
+                               "[{\"role\": \"user\", \"content\": \"hi\"}]}") from err
     if not isinstance(req, dict) or not isinstance(req.get("messages"), list) \
             or not all(isinstance(m, dict) for m in req["messages"]):
         raise _BadRequest(400, "'messages' must be a list of {'role': ..., 'content': ...} "

@@ -31,11 +31,19 @@ class Refused(Exception):
         return {"error": {"message": str(self), "type": self.kind}}
 
 
+def _encodes(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _values(value, what: str) -> list[str]:
     """A scope condition as a list of values: a string, or a non-empty list of strings."""
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, list) or not values or not all(
-            isinstance(v, str) and v.strip() for v in values):
+            isinstance(v, str) and v.strip() and _encodes(v) for v in values):
         raise Refused(400, f"{what} must map each metadata key to a value or a list of values "
                            f"(strings), e.g. {{\"access\": \"public\"}}")
     return values
@@ -54,7 +62,8 @@ def narrow_scope(fixed: Mapping | None, asked) -> dict | None:
     if asked is None:
         return dict(fixed) if fixed is not None else None
     if not isinstance(asked, dict) or not asked or not all(
-            isinstance(k, str) and k.strip() and not k.startswith("$") for k in asked):
+            isinstance(k, str) and k.strip() and not k.startswith("$") and _encodes(k)
+            for k in asked):
         raise Refused(400, "'scope' must be an object of metadata keys (no operators), e.g. "
                            "{\"access\": \"public\"}, or left out")
     for value in asked.values():
