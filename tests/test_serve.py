@@ -455,3 +455,11 @@ def test_a_body_nested_past_python_or_holding_a_lone_surrogate_is_a_400_json_err
         assert status == 400 and headers["content-type"].startswith("application/json"), \
             (path, status, text)
         assert json.loads(text)["error"]["message"]
+
+
+@pytest.mark.parametrize("method, path, code", [("GET", "/ask", 405), ("GET", "/nope", 404),
+                                                ("POST", "/nope", 404)])
+def test_a_wrong_path_or_method_is_refused_in_the_json_error_shape(server, method, path, code):
+    status, headers, text = call(server, method, path, {} if method == "POST" else None)
+    assert status == code and headers["content-type"].startswith("application/json"), text
+    assert path in json.loads(text)["error"]["message"]

@@ -39,6 +39,7 @@ import warnings
 import anyio
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -234,12 +235,21 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
     async def schema(request: Request) -> Response:
         return JSONResponse(SCHEMA)
 
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        """Starlette's own refusals (404 no such path, 405 wrong method) in the API's JSON
+        error shape, as every other refusal."""
+        return JSONResponse({"error": {"message": f"{exc.detail}: {request.method} "
+                                                  f"{request.url.path}; see GET /schema",
+                                       "type": "invalid_request_error"}},
+                            exc.status_code, headers=exc.headers)
+
     app = Starlette(routes=[
         Route("/", page, methods=["GET"]), Route("/schema", schema, methods=["GET"]),
         Route("/ask", refusing(ask), methods=["POST"]),
         Route("/stream", refusing(stream), methods=["POST"]),
         Route("/explain", refusing(explain), methods=["POST"]),
-        Route("/document", refusing(document), methods=["POST"])])
+        Route("/document", refusing(document), methods=["POST"])],
+        exception_handlers={HTTPException: http_error})
     app.add_middleware(_Guard, policy=policy)
     return app
 
