@@ -116,6 +116,17 @@ _CONFUSABLES = str.maketrans({c: latin for latin, shapes in {
     "k": "\u03ba", "l": "\u04cf", "o": "\u043e\u03bf\u0585", "p": "\u0440\u03c1",
     "q": "\u051b", "s": "\u0455", "u": "\u03c5\u057d", "v": "\u03bd", "w": "\u051d",
     "x": "\u0445\u03c7", "y": "\u0443"}.items() for c in shapes})
+# spelling disguises: letters spaced or dotted apart ("I g n o r e", "I.g.n.o.r.e"), and
+# leetspeak, digits for the letters they look like inside a word ("1gn0r3 th3 4b0v3")
+_SPACED = re.compile(r"\b(?:[^\W\d_][ .\u00b7](?=[^\W\d_]\b)){2,}[^\W\d_]\b")
+_LEET_WORD = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*\d)\w+\b")
+_LEET = str.maketrans("013457", "oieast")
+# a word mixing Latin and Cyrillic letters is a disguise ("Ignoгe the aбove"): its Cyrillic
+# letters read as the Latin ones they are drawn like, loosely (not in Russian words, which
+# fold leaves to the Russian patterns)
+_MIXED = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[\u0400-\u04ff])\w+\b")
+_LOOSE = str.maketrans("\u0433\u0431\u044c\u043f\u0438\u0442\u0434\u0448\u043a\u043c\u043d",
+                       "rbbnutdwkmh")
 # What NFKD splits off and we drop: combining diacritics (Latin, Cyrillic, extended, half
 # marks) — not the Japanese voiced-sound marks, which change the letter.
 _DIACRITIC = re.compile("[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
@@ -145,8 +156,31 @@ def fold(text: str) -> str:
 
 
 def normalise(text: str) -> str:
-    """``fold(reveal(text))``: the text a pattern or the embedding signal examines."""
+    """``fold(reveal(text))``: the text a pattern (after ``unspell``) or the embedding
+    signal examines."""
     return fold(reveal(text))
+
+
+def _spelled(text: str) -> str:
+    """What the patterns read: ``normalise`` with ``unspell`` before the folding (a Russian
+    word folds to a Latin-Cyrillic mix, which must not read as a disguise)."""
+    return fold(unspell(reveal(text)))
+
+
+def unspell(text: str) -> str:
+    """``text`` with its spelling disguises undone: letters spaced or dotted apart joined
+    ("I g n o r e" -> "Ignore"), Cyrillic letters inside a Latin word read as the Latin
+    ones they look like ("Ignoгe" -> "Ignore"), and digits inside a word read as the
+    letters they stand in for ("1gn0r3 th3 4b0v3" -> "ignore the above"): what the patterns
+    read, before ``fold``. (Not the patterns themselves, which hold digits and dots of their own;
+    nor the meaning signals, whose shipped weights were trained on ``normalise`` alone.)
+
+    >>> unspell("I.g.n.o.r.e th3 4b0v3, version 3.5")
+    'Ignore the above, version 3.5'
+    """
+    text = _SPACED.sub(lambda m: re.sub(r"[ .\u00b7]", "", m.group()), text)
+    text = _MIXED.sub(lambda m: m.group().translate(_LOOSE), text)
+    return _LEET_WORD.sub(lambda m: m.group().translate(_LEET), text)
 
 
 # -- 3. the patterns (injection_rules.RULES), folded like the text, indexed by anchor ----
@@ -182,7 +216,7 @@ def _rules_for(norm: str):
 def rule_of(text: str) -> str | None:
     """The name of the first rule (``RULES``) that the normalised ``text`` matches, as a
     whole (no sentence splitting), else None — what ``bench/planted.py`` reports per case."""
-    norm = normalise(text)
+    norm = _spelled(text)
     return next((name for name, p in _rules_for(norm) if p.search(norm)), None)
 
 
@@ -222,8 +256,9 @@ def _verdicts(extra, texts: list[str]) -> list[int]:
 def _flagged_spans(text: str, extra, patterns: bool = True) -> tuple[tuple[int, int], ...]:
     spans = sentence_spans(text)
     norms = [normalise(text[a:z]) for a, z in spans]
-    alone = [patterns and _matches(n) for n in norms]
-    pairs = [patterns and _crosses(a, b) for a, b in zip(norms, norms[1:], strict=False)]
+    read = [_spelled(text[a:z]) for a, z in spans]      # what the patterns read
+    alone = [patterns and _matches(n) for n in read]
+    pairs = [patterns and _crosses(a, b) for a, b in zip(read, read[1:], strict=False)]
     if extra is not None:  # the second signal: it adds flags, and may clear pattern hits
         say = _verdicts(extra, norms + [a + " " + b for a, b in zip(norms, norms[1:],
                                                                     strict=False)])
@@ -235,7 +270,7 @@ def _flagged_spans(text: str, extra, patterns: bool = True) -> tuple[tuple[int, 
     for i, pair in enumerate(pairs):
         if pair:                                        # split over two sentences: both
             flagged[i] = flagged[i + 1] = True
-        elif alone[i] and _lead_in(norms[i]):           # a lead-in: its payload follows
+        elif alone[i] and _lead_in(read[i]):            # a lead-in: its payload follows
             flagged[i + 1] = True
     return tuple(s for s, f in zip(spans, flagged, strict=True) if f)
 
