@@ -1,14 +1,17 @@
 """What every document converter shares (``convert`` for PDF and HTML, ``docx_text`` for
 Word): the error a file that cannot be read raises, the limits on what one file may cost,
-the optional library a format needs, and how a converter's blocks are joined."""
+the optional library a format needs, and how a converter's blocks are joined; and
+``html_text``, an HTML file's bytes decoded as a browser sniffs their encoding."""
 from __future__ import annotations
 
+import codecs
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ConversionError", "MAX_BYTES", "MAX_CHARS", "MAX_UNZIPPED", "library",
-           "unreadable", "join_blocks"]
+           "unreadable", "join_blocks", "html_text"]
 
 MAX_BYTES = 50_000_000  # the largest file converted by default (50 MB); read_documents(max_bytes=)
 MAX_CHARS = 10_000_000  # the most text kept from one file (about 3,000 pages); convert(max_chars=)
@@ -42,3 +45,39 @@ def join_blocks(blocks: list[str]) -> str:
     """Blocks joined by blank lines, one final newline: the convention of ``read_documents``
     (no blank lines at either end), so a converted file chunks like a Markdown one."""
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
+_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([-\w.:]+)", re.I)
+_WHATWG = {"utf-16": "utf-8", "utf-16-le": "utf-8", "utf-16-be": "utf-8", "latin-1": "cp1252",
+           "iso8859-1": "cp1252", "ascii": "cp1252", "x-user-defined": "cp1252"}
+
+
+def html_text(raw: bytes) -> str:
+    """An HTML file's bytes decoded as the HTML standard's encoding sniffing does: a
+    byte-order mark decides (UTF-8, UTF-16 BE or LE); else the ``<meta charset>`` (or
+    ``http-equiv`` content type) in the first 1,024 bytes, where a declared UTF-16 means
+    UTF-8 (bytes that declare themselves are not UTF-16) and Latin-1 or ASCII mean
+    windows-1252, as browsers read them; else UTF-8, else windows-1252. Bytes invalid in the
+    encoding become U+FFFD, as in a browser."""
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            return raw[len(bom):].decode(encoding, "replace")
+    declared = _META_CHARSET.search(raw[:1024])
+    encoding = _codec(declared[1].decode("ascii", "replace")) if declared else None
+    if encoding is None:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            encoding = "cp1252"
+    return raw.decode(encoding, "replace")
+
+
+def _codec(label: str) -> str | None:
+    """Python's codec for an encoding label, mapped as the WHATWG encoding standard maps it;
+    None for a label no codec knows."""
+    try:
+        name = codecs.lookup(label.strip().lower()).name
+    except LookupError:
+        return "cp1252" if label.strip().lower() == "x-user-defined" else None
+    return _WHATWG.get(name, name)

@@ -22,7 +22,8 @@ and ``ingest.read_documents`` skips such a file in a folder with a warning and r
 rest. Text past ``max_chars`` (a small file can expand to megabytes: a PDF's compressed
 page streams, a zipped DOCX) is cut with a warning. Content a reader does not see is left
 out: HTML hidden by ``hidden``, ``aria-hidden``, ``display:none``, ``visibility:hidden``,
-``opacity:0``, ``font-size:0`` or a hiding class, CDATA, Word's hidden runs, and PDF text
+``opacity:0``, ``font-size:0`` (however the style is spelled: comments, escapes, case, any
+unit) or a hiding class, ``<canvas>``/``<object>`` fallback, CDATA, Word's hidden runs, and PDF text
 drawn invisible (render mode 3), except a scan's OCR layer (its only text, over an image).
 
 >>> import tempfile, pathlib
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -46,12 +48,13 @@ from .conversion import (
     MAX_CHARS,
     MAX_UNZIPPED,
     ConversionError,
+    html_text,
     join_blocks,
     library,
     unreadable,
 )
 from .docx_text import read_docx
-from .pdf_text import visible_text
+from .pdf_text import read_pdf
 from .types import Document
 
 __all__ = ["convert", "valid_unicode", "read_pdf", "read_html", "read_docx", "pages_of",
@@ -76,7 +79,11 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
                          f"formats are {', '.join(CONVERTERS)}")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise ValueError(f"max_bytes must be a whole number of bytes >= 1, got {max_bytes!r}")
-    size = path.stat().st_size
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):  # opening a named pipe waits for a writer: forever
+        raise ConversionError(f"{str(path)!r} is not a regular file (a named pipe, socket or "
+                              f"device); give the document file itself")
+    size = info.st_size
     if size > max_bytes:
         raise ConversionError(f"{str(path)!r} is {size:,} bytes, over the limit max_bytes="
                               f"{max_bytes:,}; split the file, or pass a larger max_bytes")
@@ -122,92 +129,7 @@ def valid_unicode(doc: Document, path: str | os.PathLike) -> Document:
     return Document(**fixed, metadata=doc.metadata)
 
 
-# -- PDF -------------------------------------------------------------------------------------
-def read_pdf(path: Path, doc_id: str) -> Document:
-    """A PDF's text layer, page by page (pypdf), pages joined by a blank line.
-
-    ``metadata``: ``format`` "pdf", ``pages`` (the page count) and ``page_starts``, the
-    offset in ``text`` where each page's text begins (a page without text begins where the
-    next one does); ``pages_of`` turns a hit's offsets into page numbers with it. The title is
-    the PDF's own Title field, else the file name. An encrypted PDF that opens without a
-    password is read; one that needs a password, or one with no text at all (a scan), is
-    refused; pages without text in an otherwise textual PDF are named in a warning.
-    """
-    pypdf = library("pypdf", "pypdf", ".pdf")
-    try:
-        pdf = pypdf.PdfReader(path)
-        if pdf.is_encrypted and not pdf.decrypt(""):
-            raise ConversionError(f"{str(path)!r} is encrypted and needs a password to open; "
-                                  f"decrypt it first (e.g. qpdf --decrypt --password=... in.pdf "
-                                  f"out.pdf)")
-        pages, kinds = [*zip(*map(visible_text, pdf.pages), strict=True)] or ((), ())
-        title = _pdf_title(pdf)
-    except ConversionError:
-        raise
-    except Exception as err:  # pypdf raises many kinds on a damaged file; all mean "unreadable"
-        if type(err).__name__ == "DependencyError":  # AES needs the cryptography package
-            raise ConversionError(f"{str(path)!r} is AES-encrypted and pypdf needs the "
-                                  f"'cryptography' package to open it: pip install "
-                                  f"cryptography, or decrypt the file first") from err
-        raise unreadable(path, "PDF", err) from err
-    if not pages:
-        raise ConversionError(f"{str(path)!r} has no pages; remove it")
-    texts = [p.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").strip()
-             for p in pages]
-    empty = [n for n, t in enumerate(texts, 1) if not t]
-    if len(empty) == len(texts) and "hidden" in kinds:
-        raise ConversionError(f"{str(path)!r} has text only drawn invisible (render mode 3) "
-                              f"and no page image under it, so none of it is shown to a "
-                              f"reader or indexed; export the document again with its text "
-                              f"visible, or remove it")
-    if len(empty) == len(texts):
-        raise ConversionError(f"{str(path)!r} has no text layer on any of its {len(texts)} "
-                              f"page(s) (a scan or images of text): run OCR first (e.g. "
-                              f"ocrmypdf in.pdf out.pdf) and index the result")
-    _ocr_warning(path, [n for n, k in enumerate(kinds, 1) if k == "ocr"], len(texts))
-    if empty:
-        shown = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
-        warnings.warn(f"{str(path)!r}: {len(empty)} of {len(texts)} pages have no text layer "
-                      f"(pages {shown}) and are not indexed; run OCR first (e.g. ocrmypdf) to "
-                      f"include them", stacklevel=3)
-    starts, offset, blocks = [], 0, []
-    for t in texts:
-        starts.append(offset)
-        if t:
-            blocks.append(t)
-            offset += len(t) + 2  # the blank line that follows a page
-    text = join_blocks(blocks)
-    starts = [min(s, len(text)) for s in starts]  # trailing empty pages begin at the end
-    return Document(id=doc_id, text=text, title=title or path.stem,
-                    metadata={"format": "pdf", "pages": len(texts), "page_starts": starts})
-
-
-def _pdf_title(pdf) -> str:
-    """The PDF's Title field as one line of text, else "". It is optional metadata: a Title
-    of another type (a number, an array) or bytes in no known encoding is ignored, never a
-    reason to refuse the file; control characters become spaces."""
-    value = (pdf.metadata or {}).get("/Title")
-    value = value.get_object() if hasattr(value, "get_object") else value
-    if isinstance(value, bytes):
-        codec = "utf-16" if value[:2] in (b"\xfe\xff", b"\xff\xfe") else "utf-8"
-        try:
-            value = value.decode(codec)
-        except UnicodeDecodeError:
-            return ""
-    if not isinstance(value, str) or type(value).__name__ == "NameObject":
-        return ""
-    return " ".join("".join(c if c.isprintable() else " " for c in value).split())
-
-
-def _ocr_warning(path: Path, pages: list[int], total: int) -> None:
-    if pages:
-        shown = ", ".join(map(str, pages[:5])) + (", ..." if len(pages) > 5 else "")
-        warnings.warn(f"{str(path)!r}: {len(pages)} of {total} pages (pages {shown}) hold only "
-                      f"invisible text over an image, an OCR layer over a scan; that text is "
-                      f"indexed. Invisible text on pages with visible text is left out",
-                      stacklevel=4)
-
-
+# -- PDF: the pages a hit comes from ------------------------------------------------------------
 def pages_of(item) -> tuple[int, ...]:
     """The 1-based page numbers a chunk's or hit's ``[start, end)`` covers in its PDF: one
     page, or each page of a span that crosses a boundary (pages without text are never
@@ -228,7 +150,8 @@ def pages_of(item) -> tuple[int, ...]:
 
 # -- HTML ------------------------------------------------------------------------------------
 _DROP = ("script", "style", "noscript", "template", "nav", "aside", "form", "svg", "iframe",
-         "button", "select", "dialog", "head")
+         "button", "select", "dialog", "head", "title", "canvas", "object", "audio",
+         "video")  # title: never shown in the page; canvas/object/media: their fallback
 _DROP_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "dialog"}
 _SECTIONING = ("main", "article", "section")
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -247,22 +170,22 @@ def read_html(path: Path, doc_id: str) -> Document:
     ``<main>`` (else the one ``<article>``, else ``<body>``) becomes blocks: ``h1``–``h6`` as
     ``#`` headings (so ``section_path`` finds the heading path), paragraphs, ``- `` list
     items, fenced ``pre`` code, table rows with cells joined by `` | ``. The title is
-    ``<title>``, else the first heading, else the file name. The encoding is what the page
-    declares, else detected.
+    ``<title>``, else the first heading, else the file name. The encoding is sniffed as a
+    browser does (``html_text``).
     """
     bs4 = library("bs4", "beautifulsoup4", ".html")
-    raw = path.read_bytes()
-    if b"\x00" in raw[:8192]:
+    markup = html_text(path.read_bytes())
+    if "\x00" in markup[:8192]:
         raise ConversionError(f"{str(path)!r} holds NUL bytes: it is binary data, not an HTML "
-                              f"page; rename or remove it")
+                              f"page (or UTF-16 without a byte-order mark: save it as "
+                              f"UTF-8); rename or remove it")
     try:
-        soup = _soup(bs4, raw)
+        soup = _soup(bs4, markup)
     except Exception as err:
         raise unreadable(path, "HTML", err) from err
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
-    for tag in soup.find_all(_is_boilerplate):
-        if not tag.decomposed:
-            tag.decompose()
+    for tag in _boilerplate(soup, bs4):
+        tag.decompose()
     articles = soup.find_all("article")
     root = (soup.find("main") or soup.find(attrs={"role": "main"})
             or (articles[0] if len(articles) == 1 else None) or soup.body or soup)
@@ -284,7 +207,7 @@ def read_html(path: Path, doc_id: str) -> Document:
                     title=title or first_heading or path.stem, metadata={"format": "html"})
 
 
-def _soup(bs4, raw: bytes):
+def _soup(bs4, raw: str):
     """The page's tree as a browser builds it (lxml, installed with python-docx): a ``<body>``
     before ``</head>`` closes the head, and a repeated attribute keeps its first value (the
     stdlib parser nested the body in the head, and let ``style=a style=b`` read as ``b``)."""
@@ -294,36 +217,119 @@ def _soup(bs4, raw: bytes):
         return bs4.BeautifulSoup(raw, "html.parser", on_duplicate_attribute="ignore")
 
 
-_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)"
-                           r"|opacity\s*:\s*0*(?:\.0*)?\s*(?:;|$|!)|font-size\s*:\s*0+(?:\.0*)?"
-                           r"(?:px|pt|em|rem|%)?\s*(?:;|$|!))", re.I)
+_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.S)
+_CSS_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?([a-z]*|%)")
+
+
+def _css(style: str) -> dict[str, str]:
+    """An inline ``style`` as a browser reads it: ``{property: value}``, comments removed,
+    escapes such as ``n\\6f ne`` decoded, lowercased, spaces collapsed, a later declaration
+    overriding an earlier one unless that one is ``!important`` — so ``/**/display:none``
+    and ``DISPLAY : n\\6f ne`` hide what they hide in the browser."""
+    text = _CSS_ESCAPE.sub(_unescape, _CSS_COMMENT.sub("", style))
+    found: dict[str, tuple[str, bool]] = {}
+    for declaration in text.split(";"):
+        name, colon, value = declaration.partition(":")
+        value = " ".join(value.lower().split())
+        important = value.endswith("important") and "!" in value
+        value = value.rsplit("!", 1)[0].strip() if important else value
+        name = name.strip().lower()
+        if colon and name and not (name in found and found[name][1] and not important):
+            found[name] = (value, important)
+    return {name: value for name, (value, _) in found.items()}
+
+
+def _unescape(match: re.Match) -> str:
+    if match[2] is not None:
+        return match[2]
+    code = int(match[1], 16)
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+
+def _style_hides(style: str) -> bool:
+    """The inline style makes its element invisible: ``display:none``, ``visibility:hidden``
+    (or ``collapse``), ``content-visibility:hidden``, an opacity of 0 or below (``0``,
+    ``0%``, ``-1``), or a font size of zero in any unit (``0``, ``0vw``, ``0.0rem``)."""
+    css = _css(style)
+    opacity = _number(css.get("opacity", ""))
+    font_size = _number(css.get("font-size", ""))
+    return (css.get("display") == "none" or css.get("visibility") in ("hidden", "collapse")
+            or css.get("content-visibility") == "hidden"
+            or (opacity is not None and opacity <= 0) or font_size == 0)
+
+
+def _number(value: str) -> float | None:
+    """The number a CSS value such as ``0``, ``0%``, ``.0rem`` or ``1e-9px`` holds, else None."""
+    if not _CSS_NUMBER.fullmatch(value):
+        return None
+    return float(value.rstrip("abcdefghijklmnopqrstuvwxyz%"))
+
+
+def _attr(tag, name: str) -> str:
+    """An attribute's value as the browser compares it: trimmed and lowercased."""
+    value = tag.get(name)
+    return " ".join(value).lower() if isinstance(value, list) else (value or "").strip().lower()
+
+
 _HIDING_CLASSES = {"hidden", "d-none", "hide", "is-hidden", "invisible", "display-none",
                    "u-hidden", "hidden-xs-up"}
 
 
-def _is_boilerplate(tag) -> bool:
-    if tag.name in _DROP or tag.get("role") in _DROP_ROLES:
-        return not _holds_content(tag)
-    if tag.has_attr("hidden") or tag.get("aria-hidden") == "true" \
-            or _HIDING_STYLE.search(tag.get("style") or "") \
+_HAS_HEADING, _HAS_CONTENT = 1, 2     # what an element holds below it (_boilerplate)
+
+
+def _boilerplate(soup, bs4) -> list:
+    """The outermost elements to drop (``_is_boilerplate``), found in two walks that visit
+    each element once: what every element holds below it (a heading, the page's content) is
+    gathered bottom-up first, and whether it sits in a sectioning element top-down, so no
+    element searches its subtree or its ancestors (thousands of nested ``<header>``s made
+    that quadratic: 13 s for 32 KB)."""
+    tags = [t for t in soup.descendants if isinstance(t, bs4.Tag)]
+    held: dict[int, int] = {}
+    for tag in reversed(tags):            # children before their parents
+        kind = (_HAS_HEADING if tag.name in _HEADINGS else 0) | (
+            _HAS_CONTENT if tag.name in ("main", "article", "body", "h1")
+            or _attr(tag, "role") == "main" else 0)
+        parent = id(tag.parent)
+        held[parent] = held.get(parent, 0) | held.get(id(tag), 0) | kind
+    drop, dropped, sectioned = [], set(), set()
+    for tag in tags:                      # parents before their children
+        parent = id(tag.parent)
+        if parent in dropped:
+            dropped.add(id(tag))
+            continue
+        if parent in sectioned or tag.name in _SECTIONING:
+            sectioned.add(id(tag))
+        if _is_boilerplate(tag, held.get(id(tag), 0), parent in sectioned):
+            drop.append(tag)
+            dropped.add(id(tag))
+    return drop
+
+
+def _is_boilerplate(tag, held: int, in_section: bool) -> bool:
+    """``tag`` is dropped: boilerplate, or hidden. ``held``: what it holds below it
+    (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section."""
+    if tag.name in _DROP or (_attr(tag, "role").split() or [""])[0] in _DROP_ROLES:
+        return not _holds_content(tag, held)
+    if tag.has_attr("hidden") or _attr(tag, "aria-hidden") == "true" \
+            or _style_hides(tag.get("style") or "") \
             or _HIDING_CLASSES & {c.lower() for c in tag.get_attribute_list("class") if c}:
         return True
     # the page's header and footer are boilerplate; an article's own header, or any header
     # with a heading in it, holds the title
-    if tag.name not in ("header", "footer") or tag.find_parent(_SECTIONING) is not None:
+    if tag.name not in ("header", "footer") or in_section:
         return False
-    return tag.name == "footer" or tag.find(list(_HEADINGS)) is None
+    return tag.name == "footer" or not held & _HAS_HEADING
 
 
-def _holds_content(tag) -> bool:
+def _holds_content(tag, held: int) -> bool:
     """A form or head that wraps the page's content (a whole page in one ``<form>``, as
     ASP.NET writes it), or a ``<dialog open>`` a reader sees: kept, though such elements
     are otherwise boilerplate."""
     if tag.name == "dialog":
         return tag.has_attr("open")
-    return tag.name in ("form", "head") and tag.find(
-        lambda t: t.name in ("main", "article", "body", "h1") or t.get("role") == "main"
-    ) is not None
+    return tag.name in ("form", "head") and bool(held & _HAS_CONTENT)
 
 
 def _html_blocks(node, out: list[str], inline: list[str], bs4, depth: int = 0,
@@ -361,9 +367,7 @@ def _html_blocks(node, out: list[str], inline: list[str], bs4, depth: int = 0,
             out.extend(["- " + inner[0], *inner[1:]] if inner else [])
         elif name == "tr":
             _flush(inline, out)
-            cells = [_words(c.get_text(" ")) for c in child.find_all(("td", "th"))]
-            if any(cells):
-                out.append(" | ".join(cells))
+            out.extend(_row(child, bs4, depth + 1, deep))
         elif name == "br":
             inline.append(" ")
         elif name in _BLOCK:
@@ -373,6 +377,23 @@ def _html_blocks(node, out: list[str], inline: list[str], bs4, depth: int = 0,
             _html_blocks(child, out, inline, bs4, depth + 1, deep)
     if node.name in _BLOCK:
         _flush(inline, out)
+
+
+def _row(tr, bs4, depth: int, deep: list[int] | None) -> list[str]:
+    """A table row's blocks: its own cells (``recursive=False``: a nested table's cells are
+    read once, in their own rows) joined by `` | ``; a layout row, whose cells hold headings,
+    lists, code or several blocks (a nested table), gives those blocks in order instead."""
+    cells = []
+    for cell in tr.find_all(("td", "th"), recursive=False):
+        blocks: list[str] = []
+        pending: list[str] = []
+        _html_blocks(cell, blocks, pending, bs4, depth, deep)
+        _flush(pending, blocks)
+        cells.append(blocks)
+    if any(len(b) > 1 or (b and b[0].startswith(("#", "```", "- "))) for b in cells):
+        return [block for blocks in cells for block in blocks]
+    texts = [b[0] if b else "" for b in cells]
+    return [" | ".join(texts)] if any(texts) else []
 
 
 def _flush(inline: list[str], out: list[str]) -> None:

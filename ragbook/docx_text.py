@@ -6,7 +6,10 @@ fields (``<w:fldSimple>``) and text boxes was silently dropped, body-level conte
 hid whole paragraphs and tables, and ``table.rows`` crashed on a table without
 ``<w:tblPr>``. Here every ``<w:t>`` of a paragraph counts, except:
 
-* hidden runs (``<w:vanish/>`` in the run's properties): Word does not show them;
+* hidden runs: Word does not show them. Hidden is resolved as Word renders it
+  (``StyleSheet``): the run's own ``<w:vanish/>`` or ``<w:specVanish/>``, else its
+  character style's, else its paragraph style's (each through its ``basedOn`` chain), else
+  the document defaults — so text hidden by a style is left out too;
 * deleted text (``<w:del>``, ``<w:moveFrom>``): the reader sees the document after changes;
 * the ``mc:Fallback`` copy of a text box (Word stores each text box twice);
 * field instructions (``<w:instrText>``, not ``<w:t>``): the field's shown result is kept.
@@ -28,7 +31,7 @@ from . import conversion  # MAX_UNZIPPED read when called: a test may lower it
 from .conversion import ConversionError, join_blocks, library, unreadable
 from .types import Document
 
-__all__ = ["body_items", "read_docx", "W"]
+__all__ = ["body_items", "read_docx", "StyleSheet", "W"]
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
@@ -38,26 +41,85 @@ _WRAPPERS = {f"{W}sdt", f"{W}sdtContent", f"{W}customXml", f"{W}smartTag", f"{W}
 _FALSE = {"0", "false", "off"}
 
 
-def _hidden(run) -> bool:
-    vanish = run.find(f"{W}rPr/{W}vanish")
-    return vanish is not None and vanish.get(f"{W}val", "true").lower() not in _FALSE
+def _vanish(rpr) -> bool | None:
+    """Whether run properties ``rpr`` hide the run (``w:specVanish`` or ``w:vanish``, either
+    with no ``w:val`` or a true one); None when they say nothing, so a style decides."""
+    if rpr is None:
+        return None
+    said = [el.get(f"{W}val", "true").strip().lower() not in _FALSE
+            for el in (rpr.find(f"{W}specVanish"), rpr.find(f"{W}vanish")) if el is not None]
+    return any(said) if said else None
 
 
-def _shown(node, stop) -> bool:
+class StyleSheet:
+    """Which runs a document's styles hide. Word shows a run hidden when its own properties
+    say so; when they say nothing, its character style decides, then its paragraph's style
+    (the paragraph's ``w:pStyle``, else the default paragraph style), each style inheriting
+    through ``w:basedOn``, then the document defaults (``w:docDefaults``). A style chain
+    that loops or runs past 64 styles is cut there."""
+
+    def __init__(self, styles=None):
+        found = [] if styles is None else styles.iter(f"{W}style")
+        self.by_id = {s.get(f"{W}styleId"): s for s in found}
+        self.default_paragraph = next(
+            (i for i, s in self.by_id.items() if s.get(f"{W}type") == "paragraph"
+             and s.get(f"{W}default", "").lower() in ("1", "true", "on")), None)
+        defaults = None if styles is None else styles.find(
+            f"{W}docDefaults/{W}rPrDefault/{W}rPr")
+        self.default = bool(_vanish(defaults))
+        self.cache: dict[str | None, bool | None] = {}
+
+    def style_hides(self, style_id: str | None) -> bool | None:
+        """Whether the style ``style_id`` (or one it is based on) hides its text; None when
+        none of the chain says."""
+        if style_id not in self.cache:
+            seen, found, current = set(), None, style_id
+            while current in self.by_id and current not in seen and len(seen) < 64:
+                seen.add(current)
+                style = self.by_id[current]
+                found = _vanish(style.find(f"{W}rPr"))
+                if found is not None:
+                    break
+                based = style.find(f"{W}basedOn")
+                current = None if based is None else based.get(f"{W}val")
+            self.cache[style_id] = found
+        return self.cache[style_id]
+
+    def hidden(self, run) -> bool:
+        """Whether Word hides ``run`` (a ``w:r``), as the class docstring resolves it."""
+        rpr = run.find(f"{W}rPr")
+        said = _vanish(rpr)
+        if said is None and rpr is not None:
+            said = self.style_hides(_val(rpr.find(f"{W}rStyle")))
+        if said is None:
+            p = _nearest(run, f"{W}p")
+            pstyle = None if p is None else _val(p.find(f"{W}pPr/{W}pStyle"))
+            said = self.style_hides(pstyle or self.default_paragraph)
+        return self.default if said is None else said
+
+
+def _val(el) -> str | None:
+    return None if el is None else el.get(f"{W}val")
+
+
+_NO_STYLES = StyleSheet()
+
+
+def _shown(node, stop, styles: StyleSheet) -> bool:
     """``node`` is not in a hidden run, a deletion or a fallback copy (up to ``stop``)."""
     while node is not None and node is not stop:
-        if node.tag in _OUT or (node.tag == f"{W}r" and _hidden(node)):
+        if node.tag in _OUT or (node.tag == f"{W}r" and styles.hidden(node)):
             return False
         node = node.getparent()
     return True
 
 
-def paragraph_text(p) -> str:
+def paragraph_text(p, styles: StyleSheet = _NO_STYLES) -> str:
     """The words a reader sees in paragraph ``p`` (text boxes in it included), one space
-    between words."""
+    between words; ``styles`` says which runs the document's styles hide."""
     parts = []
     for node in p.iter(f"{W}t", f"{W}tab", f"{W}br", f"{W}cr"):
-        if _shown(node, p):
+        if _shown(node, p, styles):
             parts.append(node.text or "" if node.tag == f"{W}t" else " ")
     return " ".join("".join(parts).split())
 
@@ -73,12 +135,12 @@ def _top_paragraphs(node) -> Iterator:
             yield p
 
 
-def _rows(tbl) -> list[str]:
+def _rows(tbl, styles: StyleSheet) -> list[str]:
     rows = []
     for tr in tbl.iter(f"{W}tr"):
         if _nearest(tr, f"{W}tbl") is not tbl:
             continue                          # a row of a nested table: read in its cell
-        cells = [" ".join(t for t in (paragraph_text(p) for p in _top_paragraphs(tc)) if t)
+        cells = [" ".join(t for t in (paragraph_text(p, styles) for p in _top_paragraphs(tc)) if t)
                  for tc in tr.iter(f"{W}tc") if _nearest(tc, f"{W}tr") is tr]
         cells = list(dict.fromkeys(cells))    # merged cells once
         if any(cells):
@@ -97,16 +159,25 @@ def body_items(word) -> Iterator[tuple[str, object, str]]:
     """``(kind, element, text)`` of a python-docx ``Document``'s body in reading order:
     ``("p", paragraph, its text)`` and ``("row", table, a row's cells joined by " | ")``,
     through content controls and tracked insertions, whatever their depth."""
+    styles = _style_sheet(word)
     stack = list(reversed(list(word.element.body)))
     while stack:
         node = stack.pop()
         if node.tag == f"{W}p":
-            yield "p", node, paragraph_text(node)
+            yield "p", node, paragraph_text(node, styles)
         elif node.tag == f"{W}tbl":
-            for row in _rows(node):
+            for row in _rows(node, styles):
                 yield "row", node, row
         elif node.tag in _WRAPPERS:
             stack.extend(reversed(list(node)))
+
+
+def _style_sheet(word) -> StyleSheet:
+    """The document's ``StyleSheet`` (python-docx adds default styles to a file without)."""
+    try:
+        return StyleSheet(word.styles.element)
+    except (AttributeError, KeyError, ValueError):
+        return _NO_STYLES
 
 
 # -- the reader (convert.read_docx) ---------------------------------------------------------
@@ -117,7 +188,8 @@ def read_docx(path: Path, doc_id: str) -> Document:
     deeper when the file has a ``Title`` paragraph (which becomes the ``#`` heading above
     them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
     ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
-    comments are left out, and so are hidden runs (``<w:vanish/>``) and deleted text;
+    comments are left out, and so are hidden runs (``<w:vanish/>``, on the run or through its
+    styles) and deleted text;
     tracked insertions, content controls, fields and text boxes are read (``docx_text``).
     The title is the file's Title property, else its Title paragraph,
     else its first heading, else the file name.

@@ -76,6 +76,9 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
 
     A file that is a link to somewhere outside the folder is skipped with a warning (its
     target was not meant to be served); ``follow_links_out=True`` reads it, and says so.
+    A path that is not a regular file (a named pipe, which would block the read forever; a
+    socket, a device, a dangling link) is skipped with a warning naming it in a folder, and
+    is an error given on its own.
 
     **PDF, HTML and DOCX** (``.pdf``, ``.html``/``.htm``, ``.docx``; needs
     ``pip install "ragbook[documents]"``) are converted by ``ragbook.convert``: PDF pages
@@ -90,6 +93,9 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
                                 f"{'/'.join(SUFFIXES)} files or a .jsonl file")
     if path.is_dir():
         docs = _read_folder(path, follow_links_out, max_bytes)
+    elif not path.is_file():  # opening a named pipe waits for a writer: forever
+        raise ValueError(f"{str(path)!r} is not a regular file (a named pipe, socket or "
+                         f"device); give a folder, a .jsonl file or a document file")
     elif path.suffix.lower() == ".jsonl":
         docs = _read_jsonl(path)
     elif path.suffix.lower() in SUFFIXES:
@@ -101,9 +107,10 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
 
 
 def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Document]:
-    files = sorted(p for p in root.rglob("*")
-                   if p.suffix.lower() in SUFFIXES and p.is_file()
+    named = sorted(p for p in root.rglob("*") if p.suffix.lower() in SUFFIXES
                    and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = [p for p in named if p.is_file()]
+    _not_regular([p for p in named if not p.is_file() and not p.is_dir()], root)
     inside = root.resolve()
     outside = [f for f in files if not f.resolve().is_relative_to(inside)]
     if outside:  # a link out of the folder: its target was never meant to be served
@@ -138,6 +145,18 @@ def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Doc
         _skipped(list(skipped), len(files), root)
     docs.skipped = skipped
     return docs
+
+
+def _not_regular(paths: list[Path], root: Path) -> None:
+    """Warn of files under ``root`` that are skipped because they are not regular files (a
+    named pipe, whose opening waits for a writer forever; a socket, a device, a link to
+    nothing): named, never silently left out."""
+    if paths:
+        shown = ", ".join(repr(str(p)) for p in paths[:3]) + (", ..." if len(paths) > 3
+                                                             else "")
+        warnings.warn(f"skipped {len(paths)} path(s) under {str(root)!r} that are not regular "
+                      f"files ({shown}): named pipes, sockets, devices or links to nothing; "
+                      f"replace them with the files themselves to index them", stacklevel=4)
 
 
 class Documents(list):

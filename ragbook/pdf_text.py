@@ -9,12 +9,19 @@ extracts the text. (Filtering pypdf's extracted pieces instead saw the render mo
 when a piece was flushed, not when it was drawn: "(Visible) Tj 3 Tr (SECRET) Tj" came out
 as all hidden, "3 Tr (SECRET) Tj 0 Tr (Visible) Tj" as all visible.) The edit is to the
 in-memory copy pypdf read; nothing is written back to the file.
+
+``read_pdf`` (what ``convert`` calls for a ``.pdf``) turns those pages into a ``Document``.
 """
 from __future__ import annotations
 
 import re
+import warnings
+from pathlib import Path
 
-__all__ = ["visible_text"]
+from .conversion import ConversionError, join_blocks, library, unreadable
+from .types import Document
+
+__all__ = ["visible_text", "read_pdf"]
 
 # a text render mode that neither fills nor strokes (3: invisible, 7: clip only), however
 # the number is written (3, 3.0, 03, +3)
@@ -104,3 +111,89 @@ def _is_image(owner, name) -> bool:
         return owner["/Resources"]["/XObject"][name].get_object().get("/Subtype") == "/Image"
     except (KeyError, TypeError, AttributeError):
         return False
+
+
+# -- the reader (convert.read_pdf) ----------------------------------------------------------
+def read_pdf(path: Path, doc_id: str) -> Document:
+    """A PDF's text layer, page by page (pypdf), pages joined by a blank line.
+
+    ``metadata``: ``format`` "pdf", ``pages`` (the page count) and ``page_starts``, the
+    offset in ``text`` where each page's text begins (a page without text begins where the
+    next one does); ``pages_of`` turns a hit's offsets into page numbers with it. The title is
+    the PDF's own Title field, else the file name. An encrypted PDF that opens without a
+    password is read; one that needs a password, or one with no text at all (a scan), is
+    refused; pages without text in an otherwise textual PDF are named in a warning.
+    """
+    pypdf = library("pypdf", "pypdf", ".pdf")
+    try:
+        pdf = pypdf.PdfReader(path)
+        if pdf.is_encrypted and not pdf.decrypt(""):
+            raise ConversionError(f"{str(path)!r} is encrypted and needs a password to open; "
+                                  f"decrypt it first (e.g. qpdf --decrypt --password=... in.pdf "
+                                  f"out.pdf)")
+        pages, kinds = [*zip(*map(visible_text, pdf.pages), strict=True)] or ((), ())
+        title = _pdf_title(pdf)
+    except ConversionError:
+        raise
+    except Exception as err:  # pypdf raises many kinds on a damaged file; all mean "unreadable"
+        if type(err).__name__ == "DependencyError":  # AES needs the cryptography package
+            raise ConversionError(f"{str(path)!r} is AES-encrypted and pypdf needs the "
+                                  f"'cryptography' package to open it: pip install "
+                                  f"cryptography, or decrypt the file first") from err
+        raise unreadable(path, "PDF", err) from err
+    if not pages:
+        raise ConversionError(f"{str(path)!r} has no pages; remove it")
+    texts = [p.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").strip()
+             for p in pages]
+    empty = [n for n, t in enumerate(texts, 1) if not t]
+    if len(empty) == len(texts) and "hidden" in kinds:
+        raise ConversionError(f"{str(path)!r} has text only drawn invisible (render mode 3) "
+                              f"and no page image under it, so none of it is shown to a "
+                              f"reader or indexed; export the document again with its text "
+                              f"visible, or remove it")
+    if len(empty) == len(texts):
+        raise ConversionError(f"{str(path)!r} has no text layer on any of its {len(texts)} "
+                              f"page(s) (a scan or images of text): run OCR first (e.g. "
+                              f"ocrmypdf in.pdf out.pdf) and index the result")
+    _ocr_warning(path, [n for n, k in enumerate(kinds, 1) if k == "ocr"], len(texts))
+    if empty:
+        shown = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+        warnings.warn(f"{str(path)!r}: {len(empty)} of {len(texts)} pages have no text layer "
+                      f"(pages {shown}) and are not indexed; run OCR first (e.g. ocrmypdf) to "
+                      f"include them", stacklevel=3)
+    starts, offset, blocks = [], 0, []
+    for t in texts:
+        starts.append(offset)
+        if t:
+            blocks.append(t)
+            offset += len(t) + 2  # the blank line that follows a page
+    text = join_blocks(blocks)
+    starts = [min(s, len(text)) for s in starts]  # trailing empty pages begin at the end
+    return Document(id=doc_id, text=text, title=title or path.stem,
+                    metadata={"format": "pdf", "pages": len(texts), "page_starts": starts})
+
+
+def _pdf_title(pdf) -> str:
+    """The PDF's Title field as one line of text, else "". It is optional metadata: a Title
+    of another type (a number, an array) or bytes in no known encoding is ignored, never a
+    reason to refuse the file; control characters become spaces."""
+    value = (pdf.metadata or {}).get("/Title")
+    value = value.get_object() if hasattr(value, "get_object") else value
+    if isinstance(value, bytes):
+        codec = "utf-16" if value[:2] in (b"\xfe\xff", b"\xff\xfe") else "utf-8"
+        try:
+            value = value.decode(codec)
+        except UnicodeDecodeError:
+            return ""
+    if not isinstance(value, str) or type(value).__name__ == "NameObject":
+        return ""
+    return " ".join("".join(c if c.isprintable() else " " for c in value).split())
+
+
+def _ocr_warning(path: Path, pages: list[int], total: int) -> None:
+    if pages:
+        shown = ", ".join(map(str, pages[:5])) + (", ..." if len(pages) > 5 else "")
+        warnings.warn(f"{str(path)!r}: {len(pages)} of {total} pages (pages {shown}) hold only "
+                      f"invisible text over an image, an OCR layer over a scan; that text is "
+                      f"indexed. Invisible text on pages with visible text is left out",
+                      stacklevel=4)

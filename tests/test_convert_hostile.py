@@ -283,3 +283,95 @@ def test_invisible_pdf_text_is_left_out_wherever_and_however_it_is_drawn(tmp_pat
     pre-scan matched only '3 Tr', and only the page's own stream was scanned."""
     doc = convert(pdf_with(tmp_path / "p.pdf", ops, form=form))
     assert "Visible words" in doc.text and "SECRET" not in doc.text
+
+
+@pytest.mark.parametrize("hidden", [
+    "<p style='opacity:0%'>SECRET</p>", "<p style='opacity: 0.0 !important'>SECRET</p>",
+    "<p style='font-size:0vw'>SECRET</p>", "<p style='font-size:0ex'>SECRET</p>",
+    "<p style='font-size: 0.00rem'>SECRET</p>", "<p style='font-size:0Q'>SECRET</p>",
+    "<p aria-hidden=TRUE>SECRET</p>", "<p aria-hidden=' true'>SECRET</p>",
+    "<p style='/**/display:none'>SECRET</p>", "<p style='display:/* x */none'>SECRET</p>",
+    "<p style='display:n\\6f ne'>SECRET</p>", "<p style='DISPLAY : NONE'>SECRET</p>",
+    "<p style='visibility:hidd\\65n'>SECRET</p>", "<p class=' HIDDEN '>SECRET</p>",
+    "<p hidden=''>SECRET</p>", "<title>SECRET</title>",
+    "<canvas>SECRET</canvas>", "<object data='x.swf'>SECRET</object>",
+])
+def test_html_hidden_however_the_style_or_attribute_is_spelled(tmp_path, hidden):
+    page = tmp_path / "hidden.html"
+    page.write_text(f"<html><head></head><body><p>Refunds take 14 days.</p>{hidden}"
+                    f"<p style='opacity:0.5; font-size:0.9em'>Shown too.</p></body></html>")
+    doc = convert(page)
+    assert "SECRET" not in doc.text, doc.text
+    assert "Refunds take 14 days." in doc.text and "Shown too." in doc.text
+
+
+def test_docx_text_hidden_through_a_style_or_spec_vanish_is_not_indexed(tmp_path):
+    from docx.enum.style import WD_STYLE_TYPE
+    word = docx.Document()
+    word.add_paragraph("Refunds take 14 days.")
+    secret_char = word.styles.add_style("SecretChar", WD_STYLE_TYPE.CHARACTER)
+    secret_char.font.hidden = True
+    word.add_paragraph("Visible start ").add_run("SECRET-CHARSTYLE").style = secret_char
+    secret_para = word.styles.add_style("SecretPara", WD_STYLE_TYPE.PARAGRAPH)
+    secret_para.font.hidden = True
+    word.add_paragraph("SECRET-PARASTYLE", style=secret_para)
+    child = word.styles.add_style("ChildOfSecret", WD_STYLE_TYPE.PARAGRAPH)
+    child.base_style = secret_para                  # hidden inherited through basedOn
+    word.add_paragraph("SECRET-BASEDON", style=child)
+    shown = word.add_paragraph("", style=secret_para).add_run("Shown by its run.")
+    shown.font.hidden = False                        # the run's own property wins
+    word.add_paragraph("Visible end.")
+    word.save(tmp_path / "styles.docx")
+    spec = word_with("<w:p><w:r><w:rPr><w:specVanish/></w:rPr><w:t>SECRET-SPEC</w:t></w:r>"
+                     "<w:r><w:t>Also shown.</w:t></w:r></w:p>", tmp_path, "spec.docx")
+    text = convert(tmp_path / "styles.docx").text + convert(spec).text
+    assert "SECRET" not in text, text
+    for words in ("Refunds take 14 days.", "Visible start", "Shown by its run.", "Visible end.",
+                  "Also shown."):
+        assert words in text, text
+
+
+@pytest.mark.parametrize("raw", [
+    b'<meta charset="utf-16"><p>Refunds take 14 days. Caf\xc3\xa9.</p>',      # the spec: utf-8
+    b"<meta http-equiv=Content-Type content='text/html; charset=UTF-16LE'>"
+    b"<p>Refunds take 14 days. Caf\xc3\xa9.</p>",
+    "\ufeff<meta charset='utf-8'><p>Refunds take 14 days. Café.</p>".encode("utf-16-le"),
+    "\ufeff<meta charset='utf-8'><p>Refunds take 14 days. Café.</p>".encode("utf-16-be"),
+    "\ufeff<meta charset='latin-1'><p>Refunds take 14 days. Café.</p>".encode("utf-8"),
+    b'<meta charset="windows-1252"><p>Refunds take 14 days. Caf\xe9.</p>',
+    b"<p>Refunds take 14 days. Caf\xc3\xa9.</p>",                              # no declaration
+])
+def test_html_encoding_is_sniffed_as_a_browser_does(tmp_path, raw):
+    page = tmp_path / "page.html"
+    page.write_bytes(raw)
+    assert convert(page).text == "Refunds take 14 days. Café.\n"
+
+
+def test_nested_layout_tables_give_each_cell_once_and_keep_headings(tmp_path):
+    page = tmp_path / "layout.html"
+    page.write_text("<table><tr><td><h1>Refund policy</h1><table><tr><td>Alpha</td>"
+                    "<td>Beta</td></tr></table></td></tr></table>"
+                    "<table><tbody><tr><th>Plan</th><td>Refund <b>window</b></td></tr>"
+                    "<tr><td>Pro</td><td>14 days</td></tr></tbody></table>")
+    assert convert(page).text == ("# Refund policy\n\nAlpha | Beta\n\nPlan | Refund window\n\n"
+                                  "Pro | 14 days\n")
+    nested = tmp_path / "nested.html"                    # 1,500 tables deep in 30 KB
+    nested.write_text("<p>Refunds take 14 days.</p>" + "<table><tr><td>x" * 1500
+                      + "</td></tr></table>" * 1500)
+    with pytest.warns(UserWarning, match="nests elements over 200 deep"):
+        text = convert(nested).text
+    assert "Refunds take 14 days." in text and text.count("x") == 1500, len(text)
+
+
+@pytest.mark.parametrize("opener", ["<header>", "<form>", "<footer><section>"])
+def test_64kb_of_nested_boilerplate_converts_in_linear_time(tmp_path, opener):
+    import time
+    import warnings
+    page = tmp_path / "nested.html"
+    page.write_text("<body><p>Visible words.</p>" + opener * (65_536 // len(opener)) + "x")
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")           # "nests elements over 200 deep", or not
+        text = convert(page).text
+    assert time.perf_counter() - started < 5, "the boilerplate pass is quadratic again"
+    assert "Visible words." in text

@@ -237,3 +237,54 @@ def test_a_file_unreadable_on_reindex_keeps_its_chunks_only_a_removed_file_is_de
     gone = sync_index(read_documents(src), out, encoder, size=64, overlap=8)
     assert gone.deleted == ("leave",)
     assert not [r for r in gone.retriever.items_ if r["doc_id"] == "leave"]
+
+
+def _within_5_seconds(call):
+    """``call()``'s result or exception, failing the test (not hanging it) when it blocks."""
+    import threading
+    result = {}
+
+    def run():
+        try:
+            result["value"] = call()
+        except Exception as err:  # noqa: BLE001 - handed back to the test
+            result["error"] = err
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive(), "blocked reading a named pipe"
+    return result
+
+
+def _unblock(fifo):
+    """Open the pipe's write end once, so a reader stuck opening it gets end-of-file."""
+    import os
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("name", ["p.md", "p.jsonl", "p.html"])
+def test_a_named_pipe_is_refused_by_name_not_read_forever(tmp_path, name):
+    import os
+
+    from ragbook.convert import ConversionError, convert
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    try:
+        result = _within_5_seconds(lambda: read_documents(fifo))
+        assert isinstance(result.get("error"), ValueError), result
+        assert "not a regular file" in str(result["error"]) and name in str(result["error"])
+        if name.endswith(".html"):
+            result = _within_5_seconds(lambda: convert(fifo))
+            assert isinstance(result.get("error"), ConversionError), result
+        if name.endswith(".jsonl"):
+            return                                 # a folder reads no .jsonl files
+        write(tmp_path / "ok.md", "# OK\n\nRefunds take 14 days.\n")
+        with pytest.warns(UserWarning, match=rf"not regular files.*{name}"):
+            result = _within_5_seconds(lambda: read_documents(tmp_path))
+        assert [d.id for d in result["value"]] == ["ok"]
+    finally:
+        _unblock(fifo)
