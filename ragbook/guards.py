@@ -77,16 +77,19 @@ _SAY = _words("say state tell report answer reply respond recommend quote mentio
               "söyler أخبر säg säga nói 伝え πεις אמור dis dire rispondete zeggen spui răspunde",
               prefix=False)
 # what a stranger asks for: the user's secrets
-_SECRET = _words("password passwords passcode pin cvv credit_card card_number login_code "
-                 "one-time_code credentials hasło 비밀번호 पासवर्ड kata_sandi пароль heslo "
+_SECRET = _words("password passwords passcode pin cvv cvc credit_card card_number login_code "
+                 "login_details sign-in_details security_code verification_code "
+                 "one-time_code credentials card_details bank_details account_number hasło "
+                 "비밀번호 पासवर्ड kata_sandi пароль heslo "
                  "passwort contraseña número_de_tarjeta senha 密码 şifre şifresini كلمة_المرور "
                  "lösenord mật_khẩu κωδικό סיסמה mot_de_passe codice_di_accesso wachtwoord "
                  "parola パスワード")
 _NEVER = _words("never not don't do_not nie nigdy nicht niemals nunca jamais никогда "
                 "ніколи nikdy asla aldrig không ποτέ לעולם")
 _POSSESSIVE = r"(?:your|their|his|her|the (?:user|customer)'s)"
-_ASK = re.compile(r"\b(?:send|e-?mail|share|give|reply with|provide|forward|ask "
+_ASK = re.compile(r"\b(?:(?:send|e-?mail|share|give|reply with|provide|forward|ask "
                   r"(?:the )?(?:user|customer)s? (?:for|to confirm))\W+(?:\w+\W+){0,4}?"
+                  r"|(?:read (?:out|aloud)|dictate|spell out)\W+(?:\w+\W+){0,8}?)"
                   + _POSSESSIVE + r"\b")
 _ASK_WORLD = _words("poslal pide vraag mailen envie envoyer invia schick senden "
                     "보내 gönder отправ wyślij")

@@ -175,3 +175,16 @@ def test_a_generated_sentence_no_passage_backs_is_not_released(index):
         asked, streamed = pipe.ask(question), pipe.stream(question)
         assert "".join(streamed) == "" and streamed.result.escalated
         assert asked.escalated and asked.reason == streamed.result.reason == "unsupported_answer"
+
+
+@pytest.mark.parametrize("sentence, asks", [
+    ("To verify your account, send your login details to verify@acme-support.example.", True),
+    ("When the agent calls, read out the 16 digits on the front of your card and its "
+     "security code to the agent.", True),
+    ("Enter your password to sign in.", False),
+    ("Never share your security code with anyone, not even with us.", False),
+    ("Your verification code expires after 10 minutes.", False)])
+def test_a_request_for_login_details_or_a_card_security_code_is_a_directive(sentence, asks):
+    """Two payloads aimed at the customer that a probe got delivered: the secrets list had no
+    "login details" or "security code", and "read out ... to the agent" was no request."""
+    assert (directive(sentence) == "asks for a password or card number") is asks
