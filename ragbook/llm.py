@@ -17,7 +17,8 @@ model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` l
 ``ragbook.streaming`` has what streaming shares (``stream_reply``, ``Streamed``).
 
 Failures are named, not raw: ``LLMUnavailableError`` when the endpoint cannot be reached or
-does not answer within ``timeout`` seconds, ``LLMResponseError`` when it answers with anything
+does not answer within ``timeout`` seconds (or the whole call, retries included, outlasts
+``timeout * (1 + max_retries)``), ``LLMResponseError`` when it answers with anything
 but a chat completion (an HTTP error, a reply without ``choices``, ``content: null``, HTML).
 
 >>> get_llm().generate([{"role": "user", "content": "Say hi."}])   # doctest: +SKIP
@@ -25,7 +26,6 @@ but a chat completion (an HTTP error, a reply without ``choices``, ``content: nu
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -36,7 +36,7 @@ from . import models
 from .cache import Cache
 from .checks import check_k
 from .component import Component
-from .streaming import capped_lines, cut_at_stop, tidy_pieces
+from .streaming import Failures, cut_at_stop, exchange, tidy_pieces
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
            "LLMUnavailableError", "LLMResponseError"]
@@ -259,10 +259,7 @@ def _check_retries(max_retries) -> int:
 def _completion_text(body: str, url: str) -> str:
     """The assistant's text in a chat-completion JSON ``body``; ``LLMResponseError`` naming
     what came back when ``body`` is not a chat completion."""
-    try:
-        reply = json.loads(body)
-    except ValueError:
-        reply = None
+    reply = _json_or_none(body)
     choices = reply.get("choices") if isinstance(reply, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
@@ -273,6 +270,15 @@ def _completion_text(body: str, url: str) -> str:
             f"{{'choices': [{{'message': {{'content': str}}}}]}}), got: {preview(body)!r}; check "
             "that base_url is an OpenAI-compatible /v1 endpoint that serves chat completions")
     return content
+
+
+def _json_or_none(text: str):
+    """``text`` parsed as JSON, or None when it is not JSON — or nested too deeply for the
+    parser (``[[[[...``: a ``RecursionError`` is a bad reply, not a crash)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _status_hint(status: int) -> str:
@@ -289,9 +295,11 @@ class OpenAICompatibleLLM(Component):
 
     ``base_url``, ``model`` and ``api_key`` default to ``RAGBOOK_LLM_BASE_URL``,
     ``RAGBOOK_LLM_MODEL`` and ``RAGBOOK_LLM_API_KEY``. ``timeout`` (seconds per attempt) and
-    ``max_retries`` bound how long a dead server can stall a notebook: with the defaults,
-    about a minute rather than the openai client's six. The constructor only stores and
-    checks settings; the connection is made on the first ``generate``.
+    ``max_retries`` bound how long a slow or dead server can stall a notebook: every call,
+    retries and pauses included, ends within ``timeout * (1 + max_retries)`` seconds (a
+    minute with the defaults; a stream then has ``STREAM_SECONDS`` for its events), and no
+    reply is read past ``STREAM_CHARS`` bytes. Redirects are not followed. The constructor
+    only stores and checks settings; the connection is made on the first ``generate``.
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
@@ -306,7 +314,6 @@ class OpenAICompatibleLLM(Component):
         self.api_key = api_key or os.environ.get("RAGBOOK_LLM_API_KEY") or "not-needed"
         self.max_new_tokens = max_new_tokens
         self.timeout, self.max_retries = _check_timeout(timeout), _check_retries(max_retries)
-        self._client = None
 
     @property
     def name(self) -> str:
@@ -318,24 +325,23 @@ class OpenAICompatibleLLM(Component):
         """The chat-completions URL the requests go to."""
         return self.base_url.rstrip("/") + "/chat/completions"
 
-    def _chat(self):
-        if self._client is None:
-            from openai import OpenAI
-
-            self._client = OpenAI(base_url=self.base_url, api_key=self.api_key,
-                                  timeout=self.timeout, max_retries=self.max_retries)
-        return self._client.chat.completions
+    def _exchange(self, messages: Messages, max_new_tokens, stop, **extra):
+        """The bounded POST of one chat-completions request (``ragbook.streaming.exchange``)."""
+        payload = {"model": self.model, "messages": check_messages(messages), "temperature": 0,
+                   "max_tokens": max_new_tokens or self.max_new_tokens, **extra}
+        if stop:
+            payload["stop"] = list(stop)
+        return exchange(self.url, payload, {"Authorization": f"Bearer {self.api_key}"},
+                        self.timeout, self.max_retries,
+                        Failures(LLMUnavailableError, LLMResponseError, _status_hint))
 
     def generate(self, messages: Messages, max_new_tokens: int | None = None,
                  stop: Sequence[str] = ()) -> str:
         """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
         ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
-        msgs = check_messages(messages)
-        with self._named_errors():
-            raw = self._chat().with_raw_response.create(
-                model=self.model, messages=msgs, temperature=0,
-                max_tokens=max_new_tokens or self.max_new_tokens, stop=list(stop) or None)
-        return cut_at_stop(_completion_text(raw.text, self.url), stop).strip()
+        with self._exchange(messages, max_new_tokens, stop) as reply:
+            body = reply.text()
+        return cut_at_stop(_completion_text(body, self.url), stop).strip()
 
     def stream(self, messages: Messages, max_new_tokens: int | None = None,
                stop: Sequence[str] = ()) -> Iterator[str]:
@@ -346,65 +352,31 @@ class OpenAICompatibleLLM(Component):
         ``generate``, raised where they happen — also mid-stream: an ``error`` event, an event
         that is not a chat-completion chunk, or a stream cut off before it finished
         (``LLMResponseError``), a read that times out (``LLMUnavailableError``)."""
-        msgs = check_messages(messages)
+        check_messages(messages)
 
         def raw() -> Iterator[str]:
-            with self._named_errors(), self._chat().with_streaming_response.create(
-                    model=self.model, messages=msgs, temperature=0, stream=True,
-                    max_tokens=max_new_tokens or self.max_new_tokens,
-                    stop=list(stop) or None) as reply:
+            with self._exchange(messages, max_new_tokens, stop, stream=True) as reply:
                 if "text/event-stream" not in reply.headers.get("content-type", ""):
-                    yield _completion_text(reply.read().decode("utf-8", "replace"), self.url)
+                    yield _completion_text(reply.text(), self.url)
                     return
-                yield from _event_text(capped_lines(reply.iter_lines(), self.url,
-                                                    LLMResponseError), self.url)
+                yield from _event_text(reply.lines(), self.url)
 
         return tidy_pieces(raw(), stop)
-
-    @contextlib.contextmanager
-    def _named_errors(self):
-        """The client's and the transport's failures as ``LLMUnavailableError`` /
-        ``LLMResponseError`` naming the URL and what to check."""
-        import httpx
-        import openai
-
-        tries = f"{1 + self.max_retries} attempt(s)"
-        try:
-            yield
-        except (openai.APITimeoutError, httpx.TimeoutException) as err:
-            raise LLMUnavailableError(
-                f"no reply from {self.url} within timeout={self.timeout} s ({tries}); check the "
-                "server is up and answering, or raise timeout= for a slow model") from err
-        except openai.APIConnectionError as err:
-            raise LLMUnavailableError(
-                f"could not connect to {self.url} ({tries}): {err}; start the server, or fix "
-                "base_url= (RAGBOOK_LLM_BASE_URL)") from err
-        except openai.APIStatusError as err:
-            raise LLMResponseError(
-                f"{self.url} answered HTTP {err.status_code}: {preview(err.response.text)!r}; "
-                f"{_status_hint(err.status_code)}") from err
-        except httpx.HTTPError as err:        # mid-stream: the connection broke
-            raise LLMResponseError(
-                f"the stream from {self.url} broke off ({type(err).__name__}: {err}); the "
-                "reply is incomplete: check the server's log, then ask again") from err
 
 
 def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
     """The text deltas of a chat-completions event stream (``data: {...}`` lines, ending
     with ``data: [DONE]``); ``LLMResponseError`` for an ``error`` event, an event that is not
     a ``chat.completion.chunk``, or a stream that stops before ``[DONE]`` or a
-    ``finish_reason`` (the reply would be silently cut)."""
-    finished = False
+    ``finish_reason`` (the reply would be silently cut). The first choice's ``finish_reason``
+    ends the reply: anything sent after it is not part of it."""
     for line in lines:
         if not line.startswith("data:"):
             continue                         # blank separators, ": keep-alive", "event: ..."
         data = line[5:].strip()
         if data == "[DONE]":
             return
-        try:
-            event = json.loads(data)
-        except ValueError:
-            event = None
+        event = _json_or_none(data)
         if isinstance(event, dict) and "error" in event:
             raise LLMResponseError(f"{url} failed mid-stream: {preview(json.dumps(event))}; "
                                    "check the server's log")
@@ -417,12 +389,12 @@ def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
             raise LLMResponseError(
                 f"{url} sent a stream event that is not a chat-completion chunk (expected "
                 f"{{'choices': [{{'delta': {{'content': str}}}}]}}), got: {preview(data)!r}")
-        finished = finished or bool(first.get("finish_reason"))
         if content:
             yield content
-    if not finished:
-        raise LLMResponseError(f"the stream from {url} ended before 'data: [DONE]': the reply "
-                               "is incomplete; check the server's log, then ask again")
+        if first.get("finish_reason"):
+            return
+    raise LLMResponseError(f"the stream from {url} ended before 'data: [DONE]': the reply "
+                           "is incomplete; check the server's log, then ask again")
 
 
 def default_llm_identity(profile: str | None = None) -> str:
