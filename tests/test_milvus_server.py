@@ -212,7 +212,9 @@ def test_hostile_filters_select_exactly_what_matches_selects(server):
         expected = {r["id"] for r in records if matches(r["metadata"], where)}
         ids, _ = store.search(query, k=len(records), where=where)
         assert set(ids[0]) == expected, (where, milvus_filter(where, old_server=True))
-    assert refused < 80, refused     # those excluding None, and date orderings (no '_' in like)
+    # refused: those excluding None, and date orderings (random_where draws dates written
+    # several ways, so about a third); the other two thirds are checked against matches
+    assert refused < 120, refused
     store.close()
 
 
@@ -233,10 +235,10 @@ def test_upsert_get_delete_over_tcp(server):
 def test_a_failed_rebuild_keeps_the_old_rows_on_the_server(server):
     old = records_from([Document(f"p{i}", f"page {i}") for i in range(5)])
     MilvusStore(server.uri, "rebuild").create(8).add(old, unit_rows(5))
+    # a record past the store's limits (built by hand: check_metadata refuses it earlier)
+    bad = {**records_from([Document("bad", "x")])[0], "metadata": {"n": 2**64}}
     with pytest.raises(ValueError, match="int64 range"):
-        MilvusStore(server.uri, "rebuild").create(8).add(
-            [*old[:2], *records_from([Document("bad", "x", metadata={"n": 2**64})])],
-            unit_rows(3))
+        MilvusStore(server.uri, "rebuild").create(8).add([*old[:2], bad], unit_rows(3))
     with MilvusStore(server.uri, "rebuild") as again:
         assert len(again.open()) == 5
         again.create(8).add(old[:2], unit_rows(2))
