@@ -8,9 +8,9 @@ the reader or the pipeline returns.
   reply as one piece;
 * ``Streamed`` is what ``GenerativeReader.stream`` and ``Pipeline.stream`` return: iterate
   for the text pieces they release, then ``result`` is their checked outcome;
-* ``capped_lines`` bounds an endpoint's event stream as a whole: the per-read timeout
-  alone lets a server that sends a keep-alive comment every few seconds, or an endless
-  reply, hold a caller for ever;
+* ``capped_chunks`` bounds an endpoint's reply as a whole: the per-read timeout alone lets
+  a server that sends a keep-alive comment every few seconds, or an endless reply (or
+  line), hold a caller for ever;
 * ``exchange`` is the endpoint backend's bounded POST: one deadline for the whole call
   (a watchdog closes the socket, so a byte-at-a-time server cannot outlast it), every
   body read through one reader that counts bytes after decompression (``STREAM_CHARS``)
@@ -31,37 +31,12 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["stream_reply", "Streamed", "capped_lines", "capped_chunks", "split_lines", "exchange",
-           "Failures", "STREAM_SECONDS", "STREAM_CHARS"]
+__all__ = ["stream_reply", "Streamed", "capped_chunks", "split_lines", "exchange", "Failures",
+           "STREAM_SECONDS", "STREAM_CHARS"]
 
 STREAM_SECONDS = 300.0     # the longest a streamed reply may take, keep-alives included
-STREAM_CHARS = 2_000_000   # the most characters of event lines read from one streamed reply
+STREAM_CHARS = 2_000_000   # the most bytes (after decompression) read from one reply
 
-
-def capped_lines(lines: Iterable[str], url: str, error: type[Exception],
-                 seconds: float | None = None, max_chars: int | None = None
-                 ) -> Iterator[str]:
-    """``lines`` until the stream has run ``seconds`` (default ``STREAM_SECONDS``) or sent
-    ``max_chars`` characters (default ``STREAM_CHARS``); then ``error`` naming the limit,
-    so the caller escalates instead of waiting or reading for ever.
-
-    >>> list(capped_lines(["data: a", "data: b"], "http://x", ValueError, max_chars=100))
-    ['data: a', 'data: b']
-    """
-    seconds = STREAM_SECONDS if seconds is None else seconds
-    max_chars = STREAM_CHARS if max_chars is None else max_chars
-    until, read = time.monotonic() + seconds, 0
-    for line in lines:
-        read += len(line) + 1
-        if read > max_chars:
-            raise error(f"the stream from {url} sent over {max_chars:,} characters without "
-                        "finishing; the reply is cut: ask for fewer tokens (max_new_tokens) "
-                        "or check the server")
-        if time.monotonic() > until:
-            raise error(f"the stream from {url} did not finish within {seconds:g} s (it "
-                        "kept the connection busy, e.g. with keep-alive comments); the reply "
-                        "is cut: check the server, then ask again")
-        yield line
 
 Messages = Sequence[Mapping[str, str]]
 

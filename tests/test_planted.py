@@ -5,6 +5,7 @@ import json
 import shutil
 
 import pytest
+from test_streaming import asked_by
 
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpcentre, load_pydocs
 from ragbook.chunking import chunk_documents
@@ -238,12 +239,7 @@ def test_no_sentence_of_a_page_that_carries_a_planted_instruction_is_delivered(p
         index = BM25Index().build(chunk_documents(docs, size=size, overlap=8))
         for reader in (None, GenerativeReader(Obedient(), keep=3)):
             p = Pipeline(index, **({"reader": reader} if reader else {}))
-            if path == "ask":
-                result, shown = p.ask(REFUND), ""
-            else:
-                streamed = p.stream(REFUND)
-                shown = "".join(streamed)
-                result = streamed.result
+            result, shown = asked_by(p, REFUND, path)
             said = f"{result.answer.text} {shown}"
             assert "365" not in said, (size, reader, result.reason, said)
 

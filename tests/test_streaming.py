@@ -72,6 +72,16 @@ class Quoting:
             yield text[i:i + 3]
 
 
+def asked_by(pipeline, question: str, path: str):
+    """(the Result, the text shown while it streamed: "" for ``ask``) of ``question`` asked
+    through ``path``, "ask" or "stream"."""
+    if path == "ask":
+        return pipeline.ask(question), ""
+    streamed = pipeline.stream(question)
+    shown = "".join(streamed)
+    return streamed.result, shown
+
+
 def reader(llm, **settings) -> GenerativeReader:
     return GenerativeReader(llm, keep=3, scored_citations=False, **settings)
 
@@ -193,12 +203,7 @@ def test_an_answer_its_own_check_failed_is_never_delivered(hc_hybrid, mode, verd
     p = Pipeline(hc_hybrid, reader=reader(Quoting(mode), **settings))
     q = QUESTIONS[0].text
     assert p.reader.read(q, p.prepare(q).candidates).reason == verdict   # the check's verdict
-    if path == "ask":
-        result, shown = p.ask(q), ""
-    else:
-        streamed = p.stream(q)
-        shown = "".join(streamed)
-        result = streamed.result
+    result, shown = asked_by(p, q, path)
     assert result.escalated and result.reason == "unsupported_answer"
     assert result.answer.text is None and not result.sources
     assert result.trace[-1].detail["verdict"] == verdict and verdict in result.detail
