@@ -354,9 +354,9 @@ class Encoder:
         store = self._store()
         found = store.get(hashes) if store else {}
         # vectors carried as data, verified against this model first; cache=False computes all
-        extra = (shipped.shipped_for(self._cache_name) if store and len(found) < len(hashes)
-                 else None)
-        if extra is not None:
+        for extra in shipped.shipped_for(self._cache_name) if store else ():
+            if len(found) == len(set(hashes)):
+                break
             taken = extra.take([h for h in dict.fromkeys(hashes) if h not in found],
                                self._unit_vectors)
             if taken:

@@ -2,20 +2,33 @@
 embed them again (issue 34: from an empty cache, chapter 3 spent ~7 of its minutes on 2 cores
 embedding the Python docs' 10,370 sections).
 
-``data/vectors/NAME.npz`` (NAME: the embedding cache's file name for one model, weights and
-input length, so a file serves exactly the encoder whose cache it would be) holds ``hashes``
-(an (n, 32) uint8 array: the sha256 digests of the exact texts the model reads, prefix
-included: the cache's keys), ``vectors`` (float32, unit length) and a probe, ``probe_texts``
-with their ``probe_vectors``. Before an encoder takes a vector from the file, it embeds the
-probe with its own model; the file is used only when every probe vector agrees with the
-shipped one to a cosine of at least ``1 - TOLERANCE``. A different model, weights or maths
-library thus recomputes, with a warning that says why, and never gets a vector its model
-would not have made.
+``data/vectors/NAME.npz`` and ``data/vectors/NAME.PART.npz`` (NAME: the embedding cache's
+file name for one model, weights and input length, so a file serves exactly the encoder whose
+cache it would be; PART names one more text set for the same cache) hold ``hashes`` (an
+(n, 32) uint8 array: the sha256 digests of the exact texts the model reads, prefix included:
+the cache's keys), ``vectors`` (unit length; float32, or float16 where the repository's size
+budget asks for it — read back as float32 rows made unit again; their cosines with a question
+stay within 1e-4 of the float32 vectors', 5e-5 at most on chapter 6's windows) and a probe,
+``probe_texts`` with their float32 ``probe_vectors``. Before an encoder takes a vector from
+the file, it embeds the probe with its own model; the file is used only when every probe
+vector agrees with the shipped one to a cosine of at least ``1 - TOLERANCE``. A different
+model, weights or maths library thus recomputes, with a warning that says why, and never gets
+a vector its model would not have made.
 ``tools/ship_vectors.py`` writes a file from a filled cache (and ``--check`` verifies it).
+
+Shipped replies, the same idea for the generator: ``data/replies/NAME.json`` (NAME: the
+model's identity, name and weights digest) holds the ``generations`` cache's rows for the
+book's prompts (``rows``: cache key -> reply) and a probe request with its reply. A
+``LocalLLM`` whose cache misses takes a row only after its own model has written the probe's
+reply again word for word (greedy decoding: same weights and maths, same words).
+``tools/ship_replies.py`` writes the file from the cache of a run of the book's LLM chapters.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
+import json
+import re
 import warnings
 import zipfile
 from collections.abc import Callable, Sequence
@@ -23,13 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ShippedVectors", "TOLERANCE", "FOLDER", "shipped_for", "text_key"]
+__all__ = ["ShippedReplies", "ShippedVectors", "TOLERANCE", "FOLDER", "REPLIES",
+           "replies_file", "replies_for", "shipped_for", "text_key"]
 
 #: a probe vector must reach cosine >= 1 - TOLERANCE with the shipped one (fp32 on two CPU
 #: kinds differs by ~1e-7; another model or weights by far more than this)
 TOLERANCE = 1e-4
 #: where the files live in a source checkout
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "vectors"
+#: where the generator's shipped replies live in a source checkout
+REPLIES = FOLDER.parent / "replies"
 
 
 def text_key(text: str) -> str:
@@ -50,7 +66,10 @@ class ShippedVectors:
 
     def _load(self) -> None:
         data = np.load(self.path, allow_pickle=False)
-        self._vectors = np.asarray(data["vectors"], dtype=np.float32)
+        vectors = np.asarray(data["vectors"], dtype=np.float32)
+        if data["vectors"].dtype != np.float32:     # stored smaller: unit length again
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        self._vectors = vectors
         self._rows = {bytes(h).hex(): i for i, h in enumerate(data["hashes"])}
         self._probe = ([str(t) for t in data["probe_texts"]],
                        np.asarray(data["probe_vectors"], dtype=np.float32))
@@ -87,12 +106,69 @@ class ShippedVectors:
         return found
 
 
-_OPEN: dict[str, ShippedVectors | None] = {}
+_OPEN: dict[str, list[ShippedVectors]] = {}
 
 
-def shipped_for(name: str) -> ShippedVectors | None:
-    """The shipped vectors for the cache file ``name`` (without its suffix), or None."""
+def shipped_for(name: str) -> list[ShippedVectors]:
+    """The shipped files for the cache file ``name`` (without its suffix): ``NAME.npz`` and
+    every ``NAME.PART.npz``, in name order; [] if none."""
     if name not in _OPEN:
-        path = FOLDER / f"{name}.npz"
-        _OPEN[name] = ShippedVectors(path) if path.is_file() else None
+        paths = [FOLDER / f"{name}.npz", *sorted(FOLDER.glob(f"{glob.escape(name)}.*.npz"))]
+        _OPEN[name] = [ShippedVectors(p) for p in paths if p.is_file()]
     return _OPEN[name]
+
+
+class ShippedReplies:
+    """The generator replies of one ``.json`` file, read on first use and verified against
+    ``generate`` (a callable: messages, token budget, stop strings -> the model's reply)
+    before any is given out."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._rows: dict[str, str] | None = None
+        self.usable: bool | None = None        # None: not verified yet
+        self.taken = 0                         # replies handed out (tests and reports)
+
+    def get(self, key: str, generate: Callable[[list, int, list], str]) -> str | None:
+        """The shipped reply under ``key``, or None (not in the file, or the file fails)."""
+        if self.usable is None and self._rows is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._rows, self._probe = dict(data["rows"]), dict(data["probe"])
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                self._refuse(f"it cannot be read ({err}); restore it from the repository "
+                             f"(git checkout -- data/replies) or rerun tools/ship_replies.py")
+        if not self.usable and (self.usable is False or key not in self._rows):
+            return None
+        if self.usable is None:
+            p = self._probe
+            got = generate(p["messages"], p["max_new_tokens"], p["stop"])
+            self.usable = got == p["reply"]
+            if not self.usable:
+                self._refuse(f"this model writes {got[:60]!r} for its probe, not "
+                             f"{p['reply'][:60]!r}: the file was made with other weights or "
+                             f"maths; rerun tools/ship_replies.py for yours")
+                return None
+        self.taken += 1
+        return self._rows[key]
+
+    def _refuse(self, why: str) -> None:
+        self.usable = False
+        warnings.warn(f"the shipped replies {self.path.name} are not used, the model writes "
+                      f"them instead: {why}", stacklevel=5)
+
+
+_REPLIES: dict[str, ShippedReplies | None] = {}
+
+
+def replies_file(identity: str) -> Path:
+    """Where the shipped replies of the generator ``identity`` live."""
+    return REPLIES / (re.sub(r"[^A-Za-z0-9.-]+", "_", identity) + ".json")
+
+
+def replies_for(identity: str) -> ShippedReplies | None:
+    """The shipped replies of the generator ``identity`` (its name and weights), or None."""
+    if identity not in _REPLIES:
+        path = replies_file(identity)
+        _REPLIES[identity] = ShippedReplies(path) if path.is_file() else None
+    return _REPLIES[identity]
