@@ -105,22 +105,22 @@ class LocalLLM(Component):
     def _cached(self, key: str, make):
         if not self.cache:
             return make()
-        def shipped_or_made():
-            found = self._shipped(key)
-            return found if found is not None else make()
+        reply = self._known(key)
+        if reply is None:
+            reply = make()
+            self._db.put(key, reply)
+        return reply
 
-        return self._replies().get_or_make(key, shipped_or_made)
-
-    def _replies(self) -> Cache:
+    def _known(self, key: str) -> str | None:
+        """The reply under ``key`` without running the model: from the cache, else shipped
+        as data for this model (``ragbook.shipped``; then cached too), else None."""
         if self._db is None:
             self._db = Cache("generations", self.identity)
-        return self._db
-
-    def _shipped(self, key: str) -> str | None:
-        """A reply shipped as data for this model (``ragbook.shipped``): a first run of the
-        book's chapters does not generate their replies again."""
-        found = shipped.replies_for(self.identity)
-        return found.get(key, lambda m, n, stop: self._run(m, n, stop)) if found else None
+        reply = self._db.get(key)
+        found = shipped.replies_for(self.identity) if reply is None else None
+        if found is not None and (reply := found.get(key, self._run)) is not None:
+            self._db.put(key, reply)
+        return reply
 
     def generate(self, messages: Messages, max_new_tokens: int | None = None,
                  stop: Sequence[str] = ()) -> str:
@@ -137,9 +137,7 @@ class LocalLLM(Component):
         cached once it ends (so a later ``generate`` of the same messages is instant)."""
         budget, stop, key = self._request(messages, max_new_tokens, stop)
         if self.cache:
-            hit = self._replies().get(key)
-            if hit is None and (hit := self._shipped(key)) is not None:
-                self._db.put(key, hit)
+            hit = self._known(key)
             if hit is not None:
                 return tidy_pieces([hit], stop)
 

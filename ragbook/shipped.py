@@ -66,8 +66,9 @@ class ShippedVectors:
 
     def _load(self) -> None:
         data = np.load(self.path, allow_pickle=False)
-        vectors = np.asarray(data["vectors"], dtype=np.float32)
-        if data["vectors"].dtype != np.float32:     # stored smaller: unit length again
+        stored = data["vectors"]                     # each access re-reads the array
+        vectors = np.asarray(stored, dtype=np.float32)
+        if stored.dtype != np.float32:               # stored smaller: unit length again
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         self._vectors = vectors
         self._rows = {bytes(h).hex(): i for i, h in enumerate(data["hashes"])}
@@ -129,18 +130,22 @@ class ShippedReplies:
         self.usable: bool | None = None        # None: not verified yet
         self.taken = 0                         # replies handed out (tests and reports)
 
-    def get(self, key: str, generate: Callable[[list, int, list], str]) -> str | None:
-        """The shipped reply under ``key``, or None (not in the file, or the file fails)."""
-        if self.usable is None and self._rows is None:
+    def _read(self) -> dict[str, str]:
+        """The file's rows ({} when it cannot be read, refused with a warning), read once."""
+        if self._rows is None:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
                 self._rows, self._probe = dict(data["rows"]), dict(data["probe"])
             except (OSError, ValueError, KeyError, TypeError) as err:
+                self._rows = {}
                 self._refuse(f"it cannot be read ({err}); restore it from the repository "
                              f"(git checkout -- data/replies) or rerun tools/ship_replies.py")
-        if not self.usable and (self.usable is False or key not in self._rows):
-            return None
-        if self.usable is None:
+        return self._rows
+
+    def verify(self, generate: Callable[[list, int, list], str]) -> bool:
+        """Run the file's probe request through ``generate`` and keep the file only if the
+        reply is the shipped one word for word (once per process and file)."""
+        if self.usable is None and self._read():
             p = self._probe
             got = generate(p["messages"], p["max_new_tokens"], p["stop"])
             self.usable = got == p["reply"]
@@ -148,7 +153,13 @@ class ShippedReplies:
                 self._refuse(f"this model writes {got[:60]!r} for its probe, not "
                              f"{p['reply'][:60]!r}: the file was made with other weights or "
                              f"maths; rerun tools/ship_replies.py for yours")
-                return None
+        return bool(self.usable)
+
+    def get(self, key: str, generate: Callable[[list, int, list], str]) -> str | None:
+        """The shipped reply under ``key``, or None (not in the file, or the file fails). The
+        probe runs only when the file has the key, so other prompts cost nothing."""
+        if key not in self._read() or not self.verify(generate):
+            return None
         self.taken += 1
         return self._rows[key]
 

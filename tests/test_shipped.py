@@ -149,4 +149,4 @@ def test_a_damaged_replies_file_is_refused_and_says_how_to_restore_it(replies):
     llm = LocalLLM()
     shipped.replies_file(llm.identity).write_text('{"rows": {"ab', encoding="utf-8")
     with pytest.warns(UserWarning, match="replies .* are not used.*cannot be read.*checkout"):
-        assert llm._shipped("ab") is None
+        assert llm._known("ab") is None

@@ -40,8 +40,7 @@ def main() -> int:
     llm = LocalLLM(cache=False)
     path = replies_file(llm.identity)
     if args.check:
-        found = ShippedReplies(path)
-        ok = found.get(next(iter(json.loads(path.read_text())["rows"])), llm._run) is not None
+        ok = ShippedReplies(path).verify(llm._run)
         print(f"{path.name}: {'probe agrees' if ok else 'probe disagrees'} with this model")
         return 0 if ok else 1
     if args.folder is None:
