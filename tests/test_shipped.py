@@ -14,7 +14,7 @@ from ragbook.llm import LocalLLM
 from ragbook.shipped import TOLERANCE, ShippedReplies, ShippedVectors, text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from ship_vectors import SETS  # noqa: E402  (the text sets the files are made from)
+from ship_vectors import SETS, file_of  # noqa: E402  (the text sets the files are made from)
 
 
 @pytest.fixture
@@ -29,9 +29,9 @@ def test_the_files_cover_todays_texts(role, part, tmp_path, monkeypatch):
     demo or chapter 6's retrieval changes: rerun ``tools/ship_vectors.py``)."""
     monkeypatch.setenv("RAGBOOK_CACHE", str(tmp_path))
     encoder = Encoder(role, show_progress=False)
-    name = f"{encoder._cache_name}{'.' + part if part else ''}.npz"
-    found = [f for f in shipped.shipped_for(encoder._cache_name) if f.path.name == name]
-    assert found, f"no shipped vectors {name}: run tools/ship_vectors.py"
+    path = file_of(encoder, part)
+    found = [f for f in shipped.shipped_for(encoder._cache_name) if f.path == path]
+    assert found, f"no shipped vectors {path.name}: run tools/ship_vectors.py"
     texts = {encoder.format_passage(t) for t in SETS[role, part][0]()}
     hashes = [text_key(t) for t in texts]
     assert len(found[0].take(hashes, encoder._unit_vectors)) == len(hashes)

@@ -77,13 +77,18 @@ SETS = {("encoder", ""): (pydocs_texts, np.float32),
         ("encoder", "windows"): (reranking_windows, np.float16)}
 
 
+def file_of(encoder: Encoder, part: str):
+    """The shipped file of ``part`` (``""``: the main one) for ``encoder``'s cache."""
+    return FOLDER / f"{encoder._cache_name}{'.' + part if part else ''}.npz"
+
+
 def ship(role: str, part: str, check: bool) -> int:
     encoder = Encoder(role, show_progress=True)
     make, dtype = SETS[role, part]
     bare = list(dict.fromkeys(make()))
     texts = [encoder.format_passage(t) for t in bare]
     hashes = [text_key(t) for t in texts]
-    path = FOLDER / f"{encoder._cache_name}{'.' + part if part else ''}.npz"
+    path = file_of(encoder, part)
     if check:
         shipped = ShippedVectors(path)
         if not shipped.verify(encoder._unit_vectors):
@@ -116,7 +121,7 @@ def main() -> int:
     args = parser.parse_args()
     chosen = [k for k in SETS if not args.sets or _label(*k) in args.sets]
     unknown = set(args.sets) - {_label(*k) for k in SETS}
-    if unknown or not chosen:
+    if unknown:
         parser.error(f"no shipped set {', '.join(sorted(unknown))}; the sets are "
                      f"{', '.join(_label(*k) for k in SETS)}")
     if models.active_profile() != "offline":
