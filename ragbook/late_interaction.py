@@ -19,7 +19,11 @@ Token vectors are computed on the fly for the candidates a question brings and k
 in-memory cache of at most ``token_cache_mb`` (float16, least recently used first out): a
 passage is 256 tokens x 384 numbers = 192 KiB, so the default 256 MB holds ~1,300 passages
 (the whole help centre; every Python-docs section would need ~2 GB, more than a cache
-should hold by default).
+should hold by default). Each pair's MaxSim, one number, is kept on disk instead, beside the
+encoder's vectors (``ragbook.vector_store``): a re-run scores a pair it scored before without
+reading a token, and a first run takes the scores ``ragbook.shipped`` carries for the pinned
+encoder (verified on a probe first). An encoder with ``cache=False`` keeps none, as timings
+want.
 
 >>> maxsim(np.eye(3)[:2], np.eye(3))          # each question token finds itself
 1.0
@@ -31,11 +35,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import models, shipped
 from .checks import check_k
 from .component import Component
 from .embeddings import Encoder
 from .rerank import CrossEncoderReranker
 from .shipped import text_key
+from .vector_store import VectorStore, fill, slug
 
 __all__ = ["maxsim", "maxsim_alignment", "MaxSimScorer", "MaxSimReranker"]
 
@@ -97,6 +103,7 @@ class MaxSimScorer(Component):
         self.dense_weight = float(dense_weight)
         self.token_cache_mb = check_k(token_cache_mb, "token_cache_mb")
         self._tokens = _TokenCache(token_cache_mb * 2 ** 20)
+        self._stores: dict[str, VectorStore] = {}
 
     def _token_model(self):
         """The encoder's sentence-transformers model, the only kind that gives token vectors
@@ -181,16 +188,40 @@ class MaxSimScorer(Component):
         pairs = list(pairs)
         if not pairs:
             return np.zeros(0, np.float32), np.zeros(0, np.float32)
+        self._token_model()                  # a TypeError saying what to use, before any work
         questions = list(dict.fromkeys(q for q, _ in pairs))
         qvec = dict(zip(questions, self.encoder.encode_queries(questions), strict=True))
-        qtok = dict(zip(questions, self.token_vectors(questions, "query"), strict=True))
-        passages = [p for _, p in pairs]
-        pvec = self.encoder.encode_passages(passages)
-        ptok = self.token_vectors(passages)
+        pvec = self.encoder.encode_passages([p for _, p in pairs])
         dense = np.array([pvec[i] @ qvec[q] for i, (q, _) in enumerate(pairs)], np.float32)
-        late = np.array([maxsim(qtok[q], ptok[i]) for i, (q, _) in enumerate(pairs)],
+        enc = self.encoder
+        keys = [shipped.pair_key(enc.format_query(q), enc.format_passage(p)) for q, p in pairs]
+        store, name = self._late_store()
+        files = shipped.shipped_for(name, shipped.ShippedScores) if store else []
+        late, _ = fill(keys, pairs, self._maxsim_rows, 1, store, files,
+                       size=lambda pair: len(pair[1]), block=512)
+        return dense, late[:, 0]
+
+    def _maxsim_rows(self, pairs: Sequence[Sequence[str]]) -> np.ndarray:
+        """(n, 1): each (question, passage) pair's MaxSim, from their token vectors."""
+        questions = list(dict.fromkeys(q for q, _ in pairs))
+        qtok = dict(zip(questions, self.token_vectors(questions, "query"), strict=True))
+        ptok = self.token_vectors([p for _, p in pairs])
+        return np.array([[maxsim(qtok[q], ptok[i])] for i, (q, _) in enumerate(pairs)],
                         np.float32)
-        return dense, late
+
+    def _late_store(self) -> tuple[VectorStore | None, str]:
+        """The on-disk MaxSim store of this encoder (None when it caches nothing) and its
+        name, which the shipped scores share: the slug of the encoder's fingerprint."""
+        name = "maxsim__" + slug(getattr(self.encoder, "fingerprint", ""))
+        if not getattr(self.encoder, "cache", False):
+            return None, name
+        if name not in self._stores:
+            try:
+                folder = models.cache_dir("embeddings")
+            except OSError:     # the encoder's own cache has said so; score without one
+                return None, name
+            self._stores[name] = VectorStore(folder / f"{name}.sqlite", 1, unit=False)
+        return self._stores[name], name
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_) -> np.ndarray:
         """The blended score of each (question, passage) pair, in input order."""

@@ -386,8 +386,9 @@ def with_new_head(model_class, path, **kwargs):
     """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint that lacks the task
     head (chapter 6's cross-encoder shape and chapter 7's QA head, both built on the packaged
     bi-encoder): loaded without transformers' load report and progress bar, and returned
-    with the names of the newly initialised (untrained) weights, so the caller says it in one
-    plain line instead of a table of ANSI-coloured warnings. Seed torch first: a new head is
+    with the names of the newly initialised (untrained) weights, sorted (transformers gives
+    them as a set, in an order that changes between runs), so the caller says it in one plain
+    line instead of a table of ANSI-coloured warnings. Seed torch first: a new head is
     random."""
     from transformers import logging as hf_logging
 
@@ -400,7 +401,7 @@ def with_new_head(model_class, path, **kwargs):
         hf_logging.set_verbosity(before)
         if bars:
             hf_logging.enable_progress_bar()
-    return model.eval(), tuple(info.get("missing_keys", ()))
+    return model.eval(), tuple(sorted(info.get("missing_keys", ())))
 
 
 def banner(profile: str | None = None) -> str:

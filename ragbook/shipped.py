@@ -16,6 +16,12 @@ model, weights or maths library thus recomputes, with a warning that says why, a
 a vector its model would not have made.
 ``tools/ship_vectors.py`` writes a file from a filled cache (and ``--check`` verifies it).
 
+Shipped scores, the same layout for one number per key: ``data/vectors/maxsim__NAME.npz``
+(NAME: the slug of the encoder's fingerprint) holds the MaxSim of (question, passage) pairs
+(``hashes``: ``pair_key`` of the pair as the model reads it; ``vectors``: (n, 1) float32;
+``probe_texts``: (m, 2) pairs). ``MaxSimScorer`` takes a score once its own model gives every
+probe pair's within ``SCORE_TOLERANCE``; ``tools/ship_scores.py`` writes the file.
+
 Shipped replies, the same idea for the generator: ``data/replies/NAME.json`` (NAME: the
 model's identity, name and weights digest) holds the ``generations`` cache's rows for the
 book's prompts (``rows``: cache key -> reply) and a probe request with its reply. A
@@ -36,12 +42,16 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ShippedReplies", "ShippedVectors", "TOLERANCE", "FOLDER", "REPLIES",
-           "replies_file", "replies_for", "shipped_for", "text_key"]
+__all__ = ["ShippedReplies", "ShippedScores", "ShippedVectors", "TOLERANCE", "SCORE_TOLERANCE",
+           "FOLDER", "REPLIES", "pair_key", "replies_file", "replies_for", "shipped_for",
+           "text_key"]
 
 #: a probe vector must reach cosine >= 1 - TOLERANCE with the shipped one (fp32 on two CPU
 #: kinds differs by ~1e-7; another model or weights by far more than this)
 TOLERANCE = 1e-4
+#: a probe score must be within SCORE_TOLERANCE of the shipped one (MaxSim reads token vectors
+#: rounded to float16: ~1e-4 apart on two CPU kinds at most; another model far more)
+SCORE_TOLERANCE = 1e-3
 #: where the files live in a source checkout
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "vectors"
 #: where the generator's shipped replies live in a source checkout
@@ -54,9 +64,19 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def pair_key(query: str, passage: str) -> str:
+    """A (question, passage) pair's key: ``text_key`` of both texts as the model reads them,
+    written unambiguously (no two pairs share a key, whatever characters they hold)."""
+    return text_key(json.dumps([query, passage], ensure_ascii=False))
+
+
 class ShippedVectors:
     """The vectors of one ``.npz`` file, read on first use and verified against ``encode``
     (a callable: texts -> unit vectors from the encoder's own model) before any is taken."""
+
+    unit = True                    # rows are unit vectors (made unit again when stored small)
+    tolerance = TOLERANCE
+    what, tool = "vectors", "tools/ship_vectors.py"
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -68,33 +88,38 @@ class ShippedVectors:
         data = np.load(self.path, allow_pickle=False)
         stored = data["vectors"]                     # each access re-reads the array
         vectors = np.asarray(stored, dtype=np.float32)
-        if stored.dtype != np.float32:               # stored smaller: unit length again
+        if self.unit and stored.dtype != np.float32:  # stored smaller: unit length again
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         self._vectors = vectors
         self._rows = {bytes(h).hex(): i for i, h in enumerate(data["hashes"])}
-        self._probe = ([str(t) for t in data["probe_texts"]],
+        self._probe = (data["probe_texts"].tolist(),
                        np.asarray(data["probe_vectors"], dtype=np.float32))
 
+    def _gap(self, got: np.ndarray, shipped: np.ndarray) -> tuple[float, str]:
+        """How far this model's probe rows are from the file's, and that said in words."""
+        worst = float(np.min(np.einsum("ij,ij->i", got, shipped)))
+        return 1 - worst, (f"its probe texts' cosine with this model's vectors is {worst:.6f} "
+                           f"(need >= {1 - self.tolerance})")
+
     def verify(self, encode: Callable[[list[str]], np.ndarray]) -> bool:
-        """Embed the probe with ``encode`` and keep the file only if every cosine with the
-        shipped vector is >= 1 - ``TOLERANCE`` (once per process and file)."""
+        """Run the probe through ``encode`` and keep the file only if every row is within
+        ``tolerance`` of the shipped one (``_gap``; once per process and file)."""
         if self.usable is None:
             try:
                 self._load()
                 texts, shipped = self._probe
-                got = np.asarray(encode(texts), dtype=np.float32)
-                worst = float(np.min(np.einsum("ij,ij->i", got, shipped)))
-                self.usable = bool(len(texts)) and worst >= 1 - TOLERANCE
-                why = (f"its probe texts' cosine with this model's vectors is {worst:.6f} "
-                       f"(need >= {1 - TOLERANCE}): the file was made with another model or "
-                       f"weights; rerun tools/ship_vectors.py for yours")
+                got = np.asarray(encode(texts), dtype=np.float32).reshape(shipped.shape)
+                gap, said = self._gap(got, shipped)
+                self.usable = bool(len(texts)) and gap <= self.tolerance
+                why = (f"{said}: the file was made with another model or weights; rerun "
+                       f"{self.tool} for yours")
             except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
                 self.usable = False
                 why = (f"it cannot be read ({err}); restore it from the repository "
-                       f"(git checkout -- data/vectors) or rerun tools/ship_vectors.py")
+                       f"(git checkout -- data/vectors) or rerun {self.tool}")
             if not self.usable:
-                warnings.warn(f"the shipped vectors {self.path.name} are not used, their texts "
-                              f"are embedded instead: {why}", stacklevel=4)
+                warnings.warn(f"the shipped {self.what} {self.path.name} are not used, they "
+                              f"are computed instead: {why}", stacklevel=5)
         return self.usable
 
     def take(self, hashes: Sequence[str],
@@ -107,15 +132,29 @@ class ShippedVectors:
         return found
 
 
+class ShippedScores(ShippedVectors):
+    """One score per key (a pair's MaxSim) in the same layout: ``vectors`` is (n, 1) and is
+    never renormalised, the probe's texts are (question, passage) pairs, and the file is kept
+    when every probe score is within ``SCORE_TOLERANCE`` of the model's."""
+
+    unit, tolerance = False, SCORE_TOLERANCE
+    what, tool = "scores", "tools/ship_scores.py"
+
+    def _gap(self, got: np.ndarray, shipped: np.ndarray) -> tuple[float, str]:
+        gap = float(np.max(np.abs(got - shipped)))
+        return gap, (f"this model's probe scores differ from the file's by up to {gap:.2e} "
+                     f"(allowed {self.tolerance:g})")
+
+
 _OPEN: dict[str, list[ShippedVectors]] = {}
 
 
-def shipped_for(name: str) -> list[ShippedVectors]:
+def shipped_for(name: str, kind: type[ShippedVectors] = ShippedVectors) -> list[ShippedVectors]:
     """The shipped files for the cache file ``name`` (without its suffix): ``NAME.npz`` and
-    every ``NAME.PART.npz``, in name order; [] if none."""
+    every ``NAME.PART.npz``, in name order, read as ``kind``; [] if none."""
     if name not in _OPEN:
         paths = [FOLDER / f"{name}.npz", *sorted(FOLDER.glob(f"{glob.escape(name)}.*.npz"))]
-        _OPEN[name] = [ShippedVectors(p) for p in paths if p.is_file()]
+        _OPEN[name] = [kind(p) for p in paths if p.is_file()]
     return _OPEN[name]
 
 

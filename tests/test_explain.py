@@ -1,7 +1,9 @@
 """Explanations add up: every hit of 50 help-centre dev questions, BM25 per term and RRF per
 channel, sum to the hit's score within 1e-9, and MaxSim per query token (with its dense
-share) to the reranker's score within 1e-6; ``explain`` picks the explanation by component,
-a reranker's says where the hit stood before, a filter's which conditions the hit met."""
+share) to the reranker's score within 1e-5 (the score may come from the MaxSim store, made
+in another batch: padding moves token vectors by ~1e-6); ``explain`` picks the explanation
+by component, a reranker's says where the hit stood before, a filter's which conditions the
+hit met."""
 
 import pytest
 
@@ -59,7 +61,7 @@ def test_maxsim_alignments_sum_to_the_reranked_score(hc_hybrid, dev_questions,
         for hit in maxsim_reranker.order(q, hc_hybrid.search(q, k=20), k=10):
             e = explain(maxsim_reranker, q, hit)
             assert e.stage == "maxsim" and e.score == hit.score
-            assert abs(e.total() - hit.score) <= 1e-6, (q, hit.id, e.text())
+            assert abs(e.total() - hit.score) <= 1e-5, (q, hit.id, e.text())
             tokens, pieces = e.parts[1:], scorer.token_strings(hit.text)
             assert len(tokens) == e.detail["query_tokens"] == len(words) >= 1
             assert [p.name for p in tokens] == [f"{w} -> {pieces[p.detail['passage_token']]}"
@@ -84,7 +86,7 @@ def test_a_rerank_says_the_rank_and_score_before_and_after(hc_hybrid, dev_questi
                                                               first[hit.id].score)
             assert (d["rank_after"], d["score_after"]) == (hit.rank, hit.score)
             assert d["moved"] == d["rank_before"] - d["rank_after"] and d["scorer"] == "maxsim"
-            assert abs(e.total() - hit.score) <= 1e-6, e.text()
+            assert abs(e.total() - hit.score) <= 1e-5, e.text()
             moved += d["moved"] != 0
     assert moved > 0          # the reranker did reorder something: the test can tell
 
@@ -133,7 +135,7 @@ def test_a_results_sources_are_explained_with_the_filter_it_ran(hc_hybrid, dev_q
 
     for pipeline, stage, tol in ((Pipeline(hc_hybrid), "rrf", 1e-9),
                                  (Pipeline(hc_hybrid, maxsim_reranker, candidates=20),
-                                  "rerank", 1e-6)):
+                                  "rerank", 1e-5)):
         explained = 0
         for q in dev_questions[:5]:
             result = pipeline.ask(q, scope={"access": "public"})
