@@ -22,8 +22,8 @@ passage is 256 tokens x 384 numbers = 192 KiB, so the default 256 MB holds ~1,30
 should hold by default). Each pair's MaxSim, one number, is kept on disk instead, beside the
 encoder's vectors (``ragbook.vector_store``): a re-run scores a pair it scored before without
 reading a token, and a first run takes the scores ``ragbook.shipped`` carries for the pinned
-encoder (verified on a probe first). An encoder with ``cache=False`` keeps none, as timings
-want.
+encoder (verified on a probe first). ``keep_scores=False``, or an encoder with ``cache=False``,
+keeps none and reads every pair's tokens, as a latency measurement wants.
 
 >>> maxsim(np.eye(3)[:2], np.eye(3))          # each question token finds itself
 1.0
@@ -91,17 +91,26 @@ class MaxSimScorer(Component):
     """Score (question, passage) pairs by the dense cosine blended with MaxSim over the
     encoder's token vectors — the cross-encoder's ``predict`` contract, so
     ``CrossEncoderReranker(MaxSimScorer())`` reranks with it. ``dense_weight=0`` is MaxSim
-    alone, ``1`` the dense cosine alone. Scores lie in [-1, 1]."""
+    alone, ``1`` the dense cosine alone. Scores lie in [-1, 1].
 
-    neutral_settings = frozenset({"token_cache_mb"})   # memory for token vectors, not scores
+    ``keep_scores`` (with the encoder's cache on) keeps each pair's MaxSim on disk and takes
+    shipped ones; ``keep_scores=False`` scores every pair from token vectors, as a server
+    meeting new questions does — what a latency measurement wants."""
 
-    def __init__(self, encoder=None, dense_weight: float = 0.2, token_cache_mb: int = 256):
+    # memory for token vectors, and where a score is read from: neither changes a score
+    neutral_settings = frozenset({"token_cache_mb", "keep_scores"})
+
+    def __init__(self, encoder=None, dense_weight: float = 0.2, token_cache_mb: int = 256,
+                 keep_scores: bool = True):
         if not 0.0 <= float(dense_weight) <= 1.0:
             raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}; 0 scores by "
                              f"MaxSim alone, 1 by the dense cosine alone")
         self.encoder = encoder if encoder is not None else Encoder()
         self.dense_weight = float(dense_weight)
         self.token_cache_mb = check_k(token_cache_mb, "token_cache_mb")
+        if not isinstance(keep_scores, bool):
+            raise TypeError(f"keep_scores must be True or False, got {keep_scores!r}")
+        self.keep_scores = keep_scores
         self._tokens = _TokenCache(token_cache_mb * 2 ** 20)
         self._stores: dict[str, VectorStore] = {}
 
@@ -213,7 +222,7 @@ class MaxSimScorer(Component):
         """The on-disk MaxSim store of this encoder (None when it caches nothing) and its
         name, which the shipped scores share: the slug of the encoder's fingerprint."""
         name = "maxsim__" + slug(getattr(self.encoder, "fingerprint", ""))
-        if not getattr(self.encoder, "cache", False):
+        if not (self.keep_scores and getattr(self.encoder, "cache", False)):
             return None, name
         if name not in self._stores:
             try:
@@ -234,14 +243,15 @@ class MaxSimReranker(CrossEncoderReranker):
     ``rerank``, ``min_rerank_score`` and latency log, with scores in [-1, 1]
     (``confidence_kind = "rerank"``)."""
 
-    neutral_settings = CrossEncoderReranker.neutral_settings | {"token_cache_mb"}
+    neutral_settings = CrossEncoderReranker.neutral_settings | {"token_cache_mb", "keep_scores"}
 
     def __init__(self, encoder=None, dense_weight: float = 0.2, *, token_cache_mb: int = 256,
-                 batch_size: int = 32, min_rerank_score: float | None = None):
-        super().__init__(MaxSimScorer(encoder, dense_weight, token_cache_mb),
+                 keep_scores: bool = True, batch_size: int = 32,
+                 min_rerank_score: float | None = None):
+        super().__init__(MaxSimScorer(encoder, dense_weight, token_cache_mb, keep_scores),
                          batch_size=batch_size, min_rerank_score=min_rerank_score)
         self.encoder, self.dense_weight = self._model.encoder, dense_weight
-        self.token_cache_mb = token_cache_mb
+        self.token_cache_mb, self.keep_scores = token_cache_mb, keep_scores
 
     def confidence_bounds(self) -> tuple[float, float]:
         """A blend of cosines: always within [-1, 1]."""

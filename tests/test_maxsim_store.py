@@ -68,6 +68,16 @@ def test_an_encoder_without_a_cache_keeps_no_scores(pairs, tmp_path, monkeypatch
     assert read_tokens(again) == 1 + 2
 
 
+def test_keep_scores_false_reads_every_pairs_tokens(pairs, tmp_path, monkeypatch, no_shipped):
+    """What chapter 6's latency measurement asks for: a cached encoder, yet every pair scored
+    from token vectors, none read from or written to the MaxSim store."""
+    kept = scorer_in(tmp_path, monkeypatch).predict(pairs[:2])
+    timed = MaxSimScorer(Encoder(show_progress=False), keep_scores=False)
+    assert np.allclose(timed.predict(pairs[:2]), kept, atol=1e-6)
+    assert read_tokens(timed) == 1 + 2
+    assert timed.fingerprint == MaxSimScorer(timed.encoder).fingerprint   # same scores
+
+
 def test_shipped_scores_serve_a_first_run_after_one_probe(pairs, tmp_path, monkeypatch,
                                                            no_shipped):
     """The whole path: a run fills a cache, ``tools/ship_scores.py`` ships it, and a first
