@@ -15,13 +15,12 @@ to your filled one: vectors are not replies), then ship that folder's rows::
 
 The probe is one short request written by the model now, with its cache off.
 """
-import argparse
 import json
 import sqlite3
 import sys
-from pathlib import Path
 
-from ragbook import models
+from shipping import arguments, verdict
+
 from ragbook.llm import LocalLLM
 from ragbook.shipped import ShippedReplies, replies_file
 
@@ -30,21 +29,12 @@ PROBE = {"messages": [{"role": "user", "content": "Which city is the capital of 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", type=Path,
-                        help="the RAGBOOK_CACHE folder of a run of the book's LLM chapters")
-    parser.add_argument("--check", action="store_true", help="verify instead of writing")
-    args = parser.parse_args()
-    if models.active_profile() != "offline":
-        sys.exit("run with RAGBOOK_PROFILE=offline: only the offline generator's replies ship")
+    args = arguments(__doc__, "the RAGBOOK_CACHE folder of a run of the book's LLM chapters",
+                     "generator's replies")
     llm = LocalLLM(cache=False)
     path = replies_file(llm.identity)
     if args.check:
-        ok = ShippedReplies(path).verify(llm._run)
-        print(f"{path.name}: {'probe agrees' if ok else 'probe disagrees'} with this model")
-        return 0 if ok else 1
-    if args.folder is None:
-        parser.error("give the cache folder to ship from (or --check)")
+        return verdict(path, ShippedReplies(path).verify(llm._run))
     db = sqlite3.connect(args.folder / "cache" / "generations.sqlite")
     rows = {key: json.loads(value) for key, value in db.execute(   # the cache stores JSON
         "SELECT key, value FROM entry WHERE ns = ? ORDER BY key", (llm.identity,))}

@@ -19,14 +19,13 @@ store out), then ship that folder's scores::
 
 The probe is four help-centre pairs scored by the model now, with its cache off.
 """
-import argparse
 import sqlite3
 import sys
-from pathlib import Path
 
 import numpy as np
+from shipping import arguments, verdict
 
-from ragbook import Encoder, models
+from ragbook import Encoder
 from ragbook.datasets import load_helpcentre
 from ragbook.late_interaction import MaxSimScorer
 from ragbook.shipped import FOLDER, ShippedScores
@@ -39,22 +38,13 @@ def probe_pairs() -> list[tuple[str, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", type=Path,
-                        help="the RAGBOOK_CACHE folder of a run of the book")
-    parser.add_argument("--check", action="store_true", help="verify instead of writing")
-    args = parser.parse_args()
-    if models.active_profile() != "offline":
-        sys.exit("run with RAGBOOK_PROFILE=offline: only the offline second stage's scores ship")
+    args = arguments(__doc__, "the RAGBOOK_CACHE folder of a run of the book",
+                     "second stage's scores")
     scorer = MaxSimScorer(Encoder(cache=False, show_progress=False))
     _, name = scorer._late_store()
     path = FOLDER / f"{name}.npz"
     if args.check:
-        ok = ShippedScores(path).verify(scorer._maxsim_rows)
-        print(f"{path.name}: {'probe agrees' if ok else 'probe disagrees'} with this model")
-        return 0 if ok else 1
-    if args.folder is None:
-        parser.error("give the cache folder to ship from (or --check)")
+        return verdict(path, ShippedScores(path).verify(scorer._maxsim_rows))
     store = args.folder / "embeddings" / f"{name}.sqlite"
     if not store.is_file():
         sys.exit(f"no MaxSim scores in {store}: run the book there first")
