@@ -283,18 +283,17 @@ class Encoder:
         return self._encode([self.format_passage(t) for t in _texts(texts)])
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        store = self._store()
-        # vectors carried as data, verified against this model first; cache=False computes all
-        files = shipped.shipped_for(self._cache_name) if store else []
-
         def bar(n: int):
             show = self.show_progress if self.show_progress is not None else n > 256
             return progress(n, show, f"embedding with {self.model_id.split('/')[-1]}")
 
-        # longest first, in blocks written to the cache as they finish: the same batches
-        # (similar lengths, little padding) as one sentence-transformers call on all texts
+        # the cache, then vectors carried as data (verified against this model first; with
+        # cache=False neither), then the model: longest first, in blocks written to the cache
+        # as they finish — the batches (similar lengths, little padding) of one
+        # sentence-transformers call on all the texts
         out, misses = fill([shipped.text_key(t) for t in texts], texts, self._unit_vectors,
-                           self.dim, store, files, size=len, bar=bar,
+                           self.dim, self._store(), shipped.shipped_for(self._cache_name),
+                           size=len, bar=bar,
                            block=self.batch_size * max(8, -(-256 // self.batch_size)))
         self.cache_hits += len(texts) - misses
         self.cache_misses += misses

@@ -112,7 +112,7 @@ class MaxSimScorer(Component):
             raise TypeError(f"keep_scores must be True or False, got {keep_scores!r}")
         self.keep_scores = keep_scores
         self._tokens = _TokenCache(token_cache_mb * 2 ** 20)
-        self._stores: dict[str, VectorStore] = {}
+        self._store: VectorStore | None = None       # the MaxSim store, opened on first use
 
     def _token_model(self):
         """The encoder's sentence-transformers model, the only kind that gives token vectors
@@ -205,8 +205,8 @@ class MaxSimScorer(Component):
         enc = self.encoder
         keys = [shipped.pair_key(enc.format_query(q), enc.format_passage(p)) for q, p in pairs]
         store, name = self._late_store()
-        files = shipped.shipped_for(name, shipped.ShippedScores) if store else []
-        late, _ = fill(keys, pairs, self._maxsim_rows, 1, store, files,
+        late, _ = fill(keys, pairs, self._maxsim_rows, 1, store,
+                       shipped.shipped_for(name, shipped.ShippedScores),
                        size=lambda pair: len(pair[1]), block=512)
         return dense, late[:, 0]
 
@@ -224,13 +224,13 @@ class MaxSimScorer(Component):
         name = "maxsim__" + slug(getattr(self.encoder, "fingerprint", ""))
         if not (self.keep_scores and getattr(self.encoder, "cache", False)):
             return None, name
-        if name not in self._stores:
+        if self._store is None:
             try:
                 folder = models.cache_dir("embeddings")
             except OSError:     # the encoder's own cache has said so; score without one
                 return None, name
-            self._stores[name] = VectorStore(folder / f"{name}.sqlite", 1, unit=False)
-        return self._stores[name], name
+            self._store = VectorStore(folder / f"{name}.sqlite", 1, unit=False)
+        return self._store, name
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_) -> np.ndarray:
         """The blended score of each (question, passage) pair, in input order."""

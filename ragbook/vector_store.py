@@ -89,7 +89,8 @@ def fill(keys: Sequence[str], items: Sequence, compute: Callable[[list], np.ndar
          store: VectorStore | None, files: Sequence, *, size: Callable = len, block: int = 256,
          bar: Callable[[int], object] | None = None) -> tuple[np.ndarray, int]:
     """The ``(len(keys), dim)`` rows of ``keys`` (``items[i]`` is what ``keys[i]`` stands
-    for) and how many of ``keys`` were computed. A row comes from ``store``, else from the
+    for) and how many of ``keys`` were computed. A row comes from ``store``, else (only with
+    a store: a caller without one, such as ``cache=False``, computes everything) from the
     first of the shipped ``files`` that has it (each verified once by ``compute`` on its
     probe), else from ``compute(items)`` — run in blocks of ``block`` items, the largest by
     ``size`` first (like sizes batch with little padding), each block written to ``store`` as
