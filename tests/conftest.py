@@ -46,6 +46,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    """Tests that ask for an executed notebook run after the other package tests (their
+    notebooks run in the background meanwhile, see ``NotebookRuns``) and the browser tests
+    last (by then the notebooks have filled the embedding cache); needs_milvus tests skip
+    without Milvus."""
+    items.sort(key=lambda item: (item.get_closest_marker("browser") is not None,
+                                 "executed" in getattr(item, "fixturenames", ())))
     if HAVE_MILVUS:
         return
     skip = pytest.mark.skip(reason='needs pip install "ragbook[milvus]"')
@@ -120,27 +126,87 @@ def six_questions(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def executed():
+def executed(request):
     """``executed(path)``: the notebook at ``path`` run top to bottom in its own folder and
     cleaned as tools/render.py cleans a rendered chapter; each path runs once per session
-    (a notebook that raised raises the same error to every test that asks for it)."""
-    import sys
+    (a notebook that raised raises the same error to every test that asks for it). The
+    session's notebooks were started in the background when collection ended (see
+    ``NotebookRuns``); a path not among them runs when first asked for."""
+    return request.config.stash[RUNS].get
+
+
+class NotebookRuns:
+    """The session's notebook runs, one kernel at a time, in a background thread, in the
+    order the tests will ask for them.
+
+    Why: the package tests keep the two cores only a third busy (they mostly wait on
+    servers, sockets and subprocesses), while a notebook runs in its own kernel process.
+    Started when collection ends, the book's runs share the cores with the package tests
+    instead of waiting for them (the tests that ask for a notebook are ordered after the
+    others, see ``pytest_collection_modifyitems``). This process then runs torch with one
+    thread, so a kernel embedding a corpus keeps the other core."""
+
+    def __init__(self, paths):
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+        import render
+
+        from ragbook import models
+
+        self._execute = render.execute
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-runs")
+        self._runs = {}
+        if paths:
+            models.use_threads(1)           # RAGBOOK_THREADS, when set, still wins
+        for path in paths:
+            self._submit(path)
+
+    def _submit(self, path):
+        from pathlib import Path
+
+        key = Path(path).resolve()
+        if key not in self._runs:
+            self._runs[key] = self._pool.submit(lambda: self._execute(key, timeout=1800)[0])
+        return self._runs[key]
+
+    def get(self, path):
+        """The executed notebook at ``path``; raises what its run raised."""
+        return self._submit(path).result()
+
+    def stop(self):
+        """Start nothing more (the notebook now running finishes)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+RUNS = pytest.StashKey[NotebookRuns]()
+
+
+def notebook_of(item):
+    """The notebook a test item asks ``executed`` for, from its parameters (test_book's
+    ``path``, test_exercises' solution ``name``), or None."""
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import render
+    if "executed" not in getattr(item, "fixturenames", ()):
+        return None
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if isinstance(params.get("path"), Path):
+        return params["path"]
+    if isinstance(params.get("name"), str):
+        return Path(__file__).resolve().parent.parent / "solutions" / params["name"]
+    return None
 
-    runs: dict = {}
 
-    def run(path):
-        key = Path(path).resolve()
-        if key not in runs:
-            try:
-                runs[key] = render.execute(key, timeout=1800)[0]
-            except Exception as err:  # noqa: BLE001 - kept to re-raise to every asker
-                runs[key] = err
-        if isinstance(runs[key], Exception):
-            raise runs[key]
-        return runs[key]
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    paths = [p for p in map(notebook_of, session.items) if p is not None]
+    session.config.stash[RUNS] = NotebookRuns(paths)
 
-    return run
+
+def pytest_sessionfinish(session):
+    runs = session.config.stash.get(RUNS, None)
+    if runs is not None:
+        runs.stop()
