@@ -61,11 +61,12 @@ demo: $(LAB_STAMP)
 	$(PY) -m ragbook index data/helpcentre/articles --out .ragbook-demo
 	$(PY) -m ragbook ask .ragbook-demo "how long is the refund window for enterprise contracts?"
 
-# Everything: package tests (real models, small data), every chapter and worked solution
-# executed once with every printed number compared with the book's ledger (tests/test_book.py,
-# docs/ledger.json), the exercise checks on the same runs, and last (tests/browser/conftest.py
-# orders them, so the notebook runs have filled the embedding cache) the real-browser tests of
-# the widgets in JupyterLab. pytest exits non-zero on a failure and when no test ran.
+# Everything: package tests (real models, small data), the real-browser tests of the widgets
+# in JupyterLab, and every chapter and worked solution executed once with every printed number
+# compared with the book's ledger (tests/test_book.py, docs/ledger.json) and the exercise
+# checks on the same runs. The notebooks run in a background kernel from the start, while the
+# package tests keep the cores only partly busy (tests/conftest.py orders the tests and says
+# why). pytest exits non-zero on a failure and when no test ran.
 test: setup lint
 	$(PYTEST) tests --durations=15
 

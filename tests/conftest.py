@@ -46,12 +46,13 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests that ask for an executed notebook run after the other package tests (their
-    notebooks run in the background meanwhile, see ``NotebookRuns``) and the browser tests
-    last (by then the notebooks have filled the embedding cache); needs_milvus tests skip
-    without Milvus."""
-    items.sort(key=lambda item: (item.get_closest_marker("browser") is not None,
-                                 "executed" in getattr(item, "fixturenames", ())))
+    """Whatever the command line, in this order: the package tests; the browser tests
+    (tests/browser), which open chapters 0-5, by then run in the background and so read
+    their vectors from the cache; last the tests that ask for an executed notebook (their
+    notebooks run in the background meanwhile, see ``NotebookRuns``). needs_milvus tests
+    skip without Milvus."""
+    items.sort(key=lambda item: ("executed" in getattr(item, "fixturenames", ()),
+                                 item.get_closest_marker("browser") is not None))
     if HAVE_MILVUS:
         return
     skip = pytest.mark.skip(reason='needs pip install "ragbook[milvus]"')

@@ -27,8 +27,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Part of `make test` (run last, see below). RAGBOOK_BROWSER_TESTS=0 leaves them out, e.g. on a
-# machine where a test run must not start a browser.
+# Part of `make test` (after the package tests: tests/conftest.py orders them).
+# RAGBOOK_BROWSER_TESTS=0 leaves them out, e.g. on a machine where a test run must not start
+# a browser.
 if os.environ.get("RAGBOOK_BROWSER_TESTS") == "0":
     collect_ignore_glob = ["test_*.py"]
 # A closed network refuses Chromium's background connections; these flags stop it trying.
@@ -38,13 +39,6 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # What a cell that raised shows: ipykernel's traceback header, or a bare "SyntaxError: ...".
 ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception): ", re.M)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Run the browser tests last, whatever the command line: by then the notebook runs in
-    the same session (tests/test_book.py) have filled the embedding cache, so each chapter
-    opens fast."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.hookimpl(hookwrapper=True)
