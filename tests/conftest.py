@@ -137,22 +137,21 @@ def executed(request):
 
 
 class NotebookRuns:
-    """The session's notebook runs, in background threads, each in its own kernel, in the
+    """The session's notebook runs, one kernel at a time, in a background thread, in the
     order the tests will ask for them.
 
     Why: the package tests keep the two cores only a third busy (they mostly wait on
     servers, sockets and subprocesses), while a notebook runs in its own kernel process.
-    Started when collection ends, one kernel runs the book while this process runs the
-    package tests and then the browser tests (the tests that ask for a notebook come last,
-    see ``pytest_collection_modifyitems``); this process runs torch with one thread, so the
-    kernel keeps the other core. Once a test waits for a notebook, nothing else runs here,
-    and a second kernel takes the next notebooks; while two kernels run, each gets one torch
-    thread (two threads each on two cores run slower than one each)."""
+    Started when collection ends, the book's runs share the cores with the package tests and
+    then the browser tests instead of waiting for them (the tests that ask for a notebook
+    come last, see ``pytest_collection_modifyitems``); this process runs torch with one
+    thread, so a kernel embedding a corpus keeps the other core. (A second kernel for the
+    notebooks left once the tests wait made the cold suite no faster: 17 min 37 s against
+    17 min 4 s, docs/benchmarks.md.)"""
 
     def __init__(self, paths):
         import sys
-        import threading
-        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
         from pathlib import Path
 
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -160,56 +159,35 @@ class NotebookRuns:
 
         from ragbook import models
 
-        self._execute, self._threading = render.execute, threading
-        self._runs, self._queue, self._lock = {}, deque(), threading.Lock()
-        self._workers, self._wanted = [], 1
+        self._execute = render.execute
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-runs")
+        self._runs = {}
+        self.seconds: dict = {}             # path -> seconds its run took
         if paths:
             models.use_threads(1)           # RAGBOOK_THREADS, when set, still wins
         for path in paths:
             self._submit(path)
 
     def _submit(self, path):
-        from concurrent.futures import Future
         from pathlib import Path
 
         key = Path(path).resolve()
-        with self._lock:
-            if key not in self._runs:
-                self._runs[key] = Future()
-                self._queue.append(key)
-            self._workers = [w for w in self._workers if w.is_alive()]
-            while self._queue and len(self._workers) < self._wanted:
-                worker = self._threading.Thread(target=self._work, name="notebook-runs")
-                self._workers.append(worker)
-                worker.start()
-            return self._runs[key]
+        if key not in self._runs:
+            self._runs[key] = self._pool.submit(self._run, key)
+        return self._runs[key]
 
-    def _work(self):
-        while True:
-            with self._lock:
-                if not self._queue:
-                    return
-                key = self._queue.popleft()
-                env = {"RAGBOOK_THREADS": "1"} if self._wanted > 1 else {}
-            run = self._runs[key]
-            if not run.set_running_or_notify_cancel():
-                continue
-            try:
-                run.set_result(self._execute(key, timeout=1800, env=env)[0])
-            except BaseException as err:  # noqa: BLE001 - re-raised to every asker
-                run.set_exception(err)
+    def _run(self, path):
+        nb, self.seconds[path], _ = self._execute(path, timeout=1800)
+        return nb
 
     def get(self, path):
         """The executed notebook at ``path``; raises what its run raised."""
-        self._wanted = 2                    # this process waits from now on
         return self._submit(path).result()
 
     def stop(self):
-        """Start nothing more. The notebooks now running finish first, so a session stopped
+        """Start nothing more. The notebook now running finishes first, so a session stopped
         early (``-x``, Ctrl-C) exits after at most one chapter's run."""
-        with self._lock:
-            while self._queue:
-                self._runs[self._queue.popleft()].cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 RUNS = pytest.StashKey[NotebookRuns]()
@@ -241,3 +219,18 @@ def pytest_sessionfinish(session):
     runs = session.config.stash.get(RUNS, None)
     if runs is not None:
         runs.stop()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Each notebook's run time (a test's own duration is only its wait for the background
+    run; the runs that overlapped the package and browser tests shared the cores)."""
+    runs = config.stash.get(RUNS, None)
+    if runs is None or not runs.seconds:
+        return
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    terminalreporter.section("notebook runs (background kernels)")
+    for path, seconds in runs.seconds.items():
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        terminalreporter.write_line(f"{seconds:7.1f} s  {name}")

@@ -406,6 +406,39 @@ def test_connections_beyond_max_waiting_get_503_at_once_and_the_queue_frees_up()
             ChatServer(backend, **{name: bad})
 
 
+def test_max_waiting_holds_while_the_gate_takes_new_connections_in():
+    """Connections the gate is moving into its waiting set stay counted. On a loaded machine
+    a request arriving while the gate took three stalled connections in was served instead of
+    refused: the count dipped while they moved. Here the gate is made slow the same way (its
+    selector sleeps), and the request is sent once the gate has begun to move them."""
+    backend = Scripted()
+    headers = {"Host": "localhost", "Content-Type": "application/json",
+               "Content-Length": len(OK_BODY)}
+    with ChatServer(backend, max_waiting=3, request_timeout=120, header_timeout=120) as server:
+        httpd = server._httpd
+        real_select, register = httpd._selector.select, httpd._selector.register
+
+        def slow_select(timeout=None):          # the three arrive before the gate looks
+            time.sleep(0.05)
+            return real_select(timeout)
+
+        def slow_register(*args):               # ... and it takes them in slowly
+            time.sleep(0.3)
+            return register(*args)
+
+        httpd._selector.select, httpd._selector.register = slow_select, slow_register
+        address = httpd.server_address[:2]
+        stalled = [socket.create_connection(address, timeout=5) for _ in range(3)]
+        try:
+            wait_for(lambda: len(httpd._waiting) >= 1)      # the gate is moving them in
+            code, reply = raw_exchange(address, chat_request(headers, OK_BODY))
+            assert code == 503 and "max_waiting=3" in reply["error"]["message"], code
+        finally:
+            for sock in stalled:
+                sock.close()
+    assert backend.calls == 0
+
+
 def test_a_trickling_or_silent_client_is_cut_with_408_at_the_request_deadline():
     backend = Scripted()
     with ChatServer(backend, request_timeout=0.6) as server:

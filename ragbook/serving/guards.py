@@ -215,6 +215,7 @@ class CappedServer(ThreadingHTTPServer):
         self._lingering: list[tuple[float, socket.socket]] = []
         self._new: list[tuple[socket.socket, object]] = []      # accepted, not yet in the gate
         self._waiting: dict[socket.socket, list] = {}  # gate only: sock -> [addr, head, until]
+        # (moves between these lists happen under _count_lock, so a waiting one is always counted)
         self._ready: list[tuple[socket.socket, object]] = []   # head in: waiting for a thread
         self._heads: dict[int, bytes] = {}                      # fileno -> head, for setup
         self._selector = selectors.DefaultSelector()
@@ -275,13 +276,14 @@ class CappedServer(ThreadingHTTPServer):
     # -- the gate: one thread reading the heads of every waiting connection -------------------
     def _run_gate(self) -> None:
         while not self._stopping:
-            with self._count_lock:
-                new, self._new = self._new, []
             head_s = min(self._chat.header_timeout, self._chat.request_timeout)
-            for sock, address in new:   # [address, bytes in, deadline, body deadline or None]
-                now = time.monotonic()
-                self._waiting[sock] = [address, bytearray(), now + head_s,
-                                       now + self._chat.request_timeout, False]
+            now = time.monotonic()
+            with self._count_lock:      # moved in one step: a waiting one is always counted
+                new, self._new = self._new, []
+                for sock, address in new:   # [address, bytes in, deadline, body deadline, body?]
+                    self._waiting[sock] = [address, bytearray(), now + head_s,
+                                           now + self._chat.request_timeout, False]
+            for sock, _ in new:
                 try:
                     sock.setblocking(False)
                     self._selector.register(sock, selectors.EVENT_READ)
@@ -336,11 +338,11 @@ class CappedServer(ThreadingHTTPServer):
                 return
         if not head:                  # closed without sending anything
             return self._drop(sock)
-        self._waiting.pop(sock)
-        self._selector.unregister(sock)
         with self._count_lock:        # a client that closed mid-head is answered by a thread
+            self._waiting.pop(sock)
             self._ready.append((sock, entry[0]))
             self._heads[sock.fileno()] = bytes(head)
+        self._selector.unregister(sock)
 
     def _expire(self) -> None:
         """Answer 408 to every waiting connection whose head (or small body) is late."""
