@@ -370,8 +370,7 @@ def wait_for(condition, seconds=5.0):
 
 def test_connections_beyond_max_waiting_get_503_at_once_and_the_queue_frees_up():
     backend = Scripted()
-    # deadlines far past the test's own steps: a stalled socket must not expire mid-test on a
-    # loaded machine (at 10 s, one did, and the next request took its place)
+    # deadlines far past the test's own steps, so no stalled socket can expire mid-test
     with ChatServer(backend, max_waiting=3, request_timeout=120, header_timeout=120) as server:
         address = server._httpd.server_address[:2]
         threads = threading.active_count()
