@@ -132,7 +132,7 @@ def executed(request):
     cleaned as tools/render.py cleans a rendered chapter; each path runs once per session
     (a notebook that raised raises the same error to every test that asks for it). The
     session's notebooks were started in the background when collection ended (see
-    ``NotebookRuns``); a path not among them runs when first asked for."""
+    ``NotebookRuns``); a path not among them is queued behind them when first asked for."""
     return request.config.stash[RUNS].get
 
 
@@ -146,8 +146,8 @@ class NotebookRuns:
     then the browser tests instead of waiting for them (the tests that ask for a notebook
     come last, see ``pytest_collection_modifyitems``); this process runs torch with one
     thread, so a kernel embedding a corpus keeps the other core. (A second kernel for the
-    notebooks left once the tests wait made the cold suite no faster: 17 min 37 s against
-    17 min 4 s, docs/benchmarks.md.)"""
+    notebooks left once the tests wait made the cold suite no faster: 17 min 38 s against
+    17 min 5 s, docs/benchmarks.md.)"""
 
     def __init__(self, paths):
         import sys
@@ -230,7 +230,7 @@ def pytest_terminal_summary(terminalreporter, config):
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    terminalreporter.section("notebook runs (background kernels)")
+    terminalreporter.section("notebook runs (in the background)")
     for path, seconds in runs.seconds.items():
         name = path.relative_to(root) if path.is_relative_to(root) else path
         terminalreporter.write_line(f"{seconds:7.1f} s  {name}")
