@@ -30,8 +30,9 @@ import io
 import sys
 
 import numpy as np
+from shipping import offline_only
 
-from ragbook import Encoder, chunk_documents, models
+from ragbook import Encoder, chunk_documents
 from ragbook.bm25 import BM25Index
 from ragbook.datasets import load_helpcentre, load_pydocs
 from ragbook.dense import DenseIndex
@@ -124,8 +125,7 @@ def main() -> int:
     if unknown:
         parser.error(f"no shipped set {', '.join(sorted(unknown))}; the sets are "
                      f"{', '.join(_label(*k) for k in SETS)}")
-    if models.active_profile() != "offline":
-        sys.exit("run with RAGBOOK_PROFILE=offline: only the offline models' vectors ship")
+    offline_only("models' vectors")
     return max(ship(role, part, args.check) for role, part in chosen)
 
 
