@@ -160,6 +160,10 @@ class NotebookRuns:
         from ragbook import models
 
         self._execute = render.execute
+        # The kernels start from the environment the session began with: a test's
+        # monkeypatch.setenv (a temporary RAGBOOK_CACHE, a profile) must not reach a chapter
+        # whose kernel happens to start while that test runs.
+        self._environ = dict(os.environ)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-runs")
         self._runs = {}
         self.seconds: dict = {}             # path -> seconds its run took
@@ -177,7 +181,7 @@ class NotebookRuns:
         return self._runs[key]
 
     def _run(self, path):
-        nb, self.seconds[path], _ = self._execute(path, timeout=1800)
+        nb, self.seconds[path], _ = self._execute(path, timeout=1800, environ=self._environ)
         return nb
 
     def get(self, path):

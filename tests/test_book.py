@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,3 +101,51 @@ def test_a_planted_drift_in_bm25_fails_naming_the_chapter(tmp_path):
     problems = ledger.compare(name, RECORDED["notebooks"][name]["cells"], ledger.record(nb),
                               same_machine=True)
     assert problems and all(p.startswith(name) for p in problems)
+
+
+def test_a_background_run_starts_from_the_sessions_environment(tmp_path, monkeypatch):
+    """A kernel that the background runner (tests/conftest.py) starts while a test has changed
+    ``os.environ`` gets the environment the runner began with: a cold suite once ran chapter
+    2 with the temporary RAGBOOK_CACHE of the test that was running when its kernel started."""
+    from conftest import NotebookRuns
+
+    monkeypatch.delenv("RAGBOOK_PROBE", raising=False)
+    runs = NotebookRuns([])
+    monkeypatch.setenv("RAGBOOK_PROBE", "a test's temporary value")
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nprint(os.environ.get('RAGBOOK_PROBE'))")]), path)
+    try:
+        printed = runs.get(path).cells[0].outputs[0]["text"]
+    finally:
+        runs.stop()
+    assert printed.strip() == "None"
+
+
+def test_a_reply_that_a_poll_missed_is_read_on_the_next_step():
+    """nbclient waits for a cell's reply with one poll of the kernel's socket; when that poll
+    misses the reply (nbclient issue #312, with a widget on the page) it waits forever. The
+    book's runs poll in steps, so the next step reads it, and the overall timeout still ends
+    a wait for a reply that never comes."""
+    import asyncio
+    from queue import Empty
+
+    polls = []
+
+    async def missed_once(timeout=None):
+        polls.append(timeout)
+        if len(polls) == 1:                       # this poll never wakes up
+            await (asyncio.sleep(timeout) if timeout is not None else asyncio.Event().wait())
+            raise Empty
+        return {"msg_type": "execute_reply"}
+
+    wait = render.in_steps(missed_once, step=0.05)(timeout=None)
+    assert asyncio.run(asyncio.wait_for(wait, 10)) == {"msg_type": "execute_reply"}
+    assert polls == [0.05, 0.05]
+
+    async def never(timeout=None):
+        await asyncio.sleep(timeout)
+        raise Empty
+
+    with pytest.raises(Empty):
+        asyncio.run(render.in_steps(never, step=0.05)(timeout=0.2))

@@ -109,19 +109,53 @@ except OSError:
 print(kib // 1024)"""
 
 
-def execute(path: Path, timeout: int, peak: bool = False, env: dict | None = None):
+def in_steps(get_msg, step: float = 1.0):
+    """``get_msg`` (a kernel client channel's) waiting at most ``step`` seconds per socket
+    poll, until its own timeout (None: no limit).
+
+    Why: with a widget on the page, nbclient can wait forever for a reply that is already in
+    the socket (nbclient issue #312; seen here once in a cold suite, chapter 2's playground
+    cell: the kernel idle, the client still waiting). A new poll checks the socket afresh."""
+    from queue import Empty
+
+    async def get(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = step if deadline is None else min(step, deadline - time.monotonic())
+            try:
+                return await get_msg(timeout=max(left, 0.0))
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+    return get
+
+
+def execute(path: Path, timeout: int, peak: bool = False, env: dict | None = None,
+            environ: dict | None = None):
     """Run a notebook in its own folder as the book's readers and tests do (no progress-bar
-    widgets; ``env`` adds to the kernel's environment); return it executed and cleaned, with
-    (seconds, peak RSS in MiB or None)."""
+    widgets); return it executed and cleaned, with (seconds, peak RSS in MiB or None).
+
+    The kernel's environment is ``environ`` (default: this process's, as it is now) with
+    ``env`` added. A caller that runs notebooks while other code changes ``os.environ``
+    (pytest's ``monkeypatch.setenv`` in tests/conftest.py's background runs) passes the
+    environment it started with, or a kernel inherits a test's temporary settings."""
     from nbclient import NotebookClient
+
+    class Client(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            for channel in (kc.shell_channel, kc.iopub_channel):
+                channel.get_msg = in_steps(channel.get_msg)
+            return kc
 
     nb = nbformat.read(path, as_version=4)
     if peak:
         nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS))
     started = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(
-                       env={**os.environ, **QUIET, **(env or {})})
+    base = dict(os.environ if environ is None else environ)
+    Client(nb, timeout=timeout, kernel_name="python3",
+           resources={"metadata": {"path": str(path.parent)}}).execute(
+               env={**base, **QUIET, **(env or {})})
     seconds = time.perf_counter() - started
     peak_mib = int(nb.cells.pop().outputs[0]["text"]) if peak else None
     clean(nb)
