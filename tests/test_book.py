@@ -107,7 +107,12 @@ def test_a_background_run_starts_from_the_sessions_environment(tmp_path, monkeyp
     """A kernel that the background runner (tests/conftest.py) starts while a test has changed
     ``os.environ`` gets the environment the runner began with: a cold suite once ran chapter
     2 with the temporary RAGBOOK_CACHE of the test that was running when its kernel started."""
-    from conftest import NotebookRuns
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_conftest", ROOT / "tests" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)      # by path: tests/browser has a conftest.py too
+    NotebookRuns = conftest.NotebookRuns
 
     monkeypatch.delenv("RAGBOOK_PROBE", raising=False)
     runs = NotebookRuns([])
