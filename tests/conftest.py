@@ -55,10 +55,19 @@ def pytest_collection_modifyitems(config, items):
     """Whatever the command line, in this order: the package tests; the browser tests
     (tests/browser), which open chapters 0-5, by then run in the background and so read
     their vectors from the cache; last the tests that ask for an executed notebook (their
-    notebooks run in the background meanwhile, see ``NotebookRuns``). needs_milvus tests
-    skip without Milvus."""
-    items.sort(key=lambda item: ("executed" in getattr(item, "fixturenames", ()),
-                                 item.get_closest_marker("browser") is not None))
+    notebooks run in the background meanwhile, see ``NotebookRuns``), grouped by notebook.
+    needs_milvus tests skip without Milvus."""
+    def group(item):
+        return ("executed" in getattr(item, "fixturenames", ()),
+                item.get_closest_marker("browser") is not None)
+
+    items.sort(key=group)
+    # The last group by notebook, in the order the notebooks are first asked for (the order
+    # they run in), so a test that needs chapter 4 runs while chapter 5 runs, not at the end.
+    order: dict = {}
+    for item in items:
+        order.setdefault(notebook_of(item), len(order))
+    items.sort(key=lambda item: (*group(item), order[notebook_of(item)] if group(item)[0] else 0))
     if HAVE_MILVUS:
         return
     skip = pytest.mark.skip(reason='needs pip install "ragbook[milvus]"')
