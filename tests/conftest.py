@@ -28,9 +28,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The notebooks run in a kernel beside the tests (NotebookRuns): two processes on two cores.
 # OpenMP threads that spin while they wait for a sibling the scheduler has put off burn the
-# core the other process needs: an encode beside a busy core took 12.0 s and 13.9 CPU-s with
-# torch's default waiting, 9.1 s and 9.2 CPU-s with passive waiting, and the same 4.4 s alone
-# (docs/benchmarks.md). Set before torch loads; kernels and subprocesses inherit it.
+# core the other process needs: an encode beside a busy core took 11.2 s and 13.1 CPU-s with
+# torch's default waiting, 8.3 s and 8.4 CPU-s with passive waiting, and ~4.8 s alone either
+# way (bench/omp_wait.py). Set before torch loads; kernels and subprocesses inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 HAVE_MILVUS = find_spec("pymilvus") is not None and find_spec("milvus_lite") is not None
