@@ -61,13 +61,12 @@ def pytest_collection_modifyitems(config, items):
         return ("executed" in getattr(item, "fixturenames", ()),
                 item.get_closest_marker("browser") is not None)
 
-    items.sort(key=group)
     # The last group by notebook, in the order the notebooks are first asked for (the order
     # they run in), so a test that needs chapter 4 runs while chapter 5 runs, not at the end.
     order: dict = {}
     for item in items:
         order.setdefault(notebook_of(item), len(order))
-    items.sort(key=lambda item: (*group(item), order[notebook_of(item)] if group(item)[0] else 0))
+    items.sort(key=lambda item: (*group(item), order[notebook_of(item)]))
     if HAVE_MILVUS:
         return
     skip = pytest.mark.skip(reason='needs pip install "ragbook[milvus]"')

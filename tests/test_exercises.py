@@ -8,10 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
 
 from ragbook import evaluate, grading
 from ragbook.grading import check
@@ -23,6 +21,7 @@ REPORT = re.compile(r"^\[check\] ([A-Za-z0-9_]+): (PASSED|FAILED|NOT IMPLEMENTED
                     re.MULTILINE)
 
 sys.path.insert(0, str(ROOT / "tools"))
+import render  # noqa: E402
 from make_exercises import exercise_of  # noqa: E402
 
 
@@ -37,11 +36,9 @@ CHAPTERS = {p.name: exercises_in(p) for p in SOLUTIONS}
 
 
 def run_notebook(path: Path) -> dict[str, list[str]]:
-    """Execute a notebook in its own folder; return {exercise name: [report statuses]}."""
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return reports_of(nb)
+    """Execute a notebook in its own folder as the book's runs do (tools/render.py);
+    return {exercise name: [report statuses]}."""
+    return reports_of(render.execute(path, timeout=120)[0])
 
 
 def reports_of(nb) -> dict[str, list[str]]:

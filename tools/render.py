@@ -152,10 +152,9 @@ def execute(path: Path, timeout: int, peak: bool = False, env: dict | None = Non
     if peak:
         nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS))
     started = time.perf_counter()
-    base = dict(os.environ if environ is None else environ)
     Client(nb, timeout=timeout, kernel_name="python3",
            resources={"metadata": {"path": str(path.parent)}}).execute(
-               env={**base, **QUIET, **(env or {})})
+               env={**(os.environ if environ is None else environ), **QUIET, **(env or {})})
     seconds = time.perf_counter() - started
     peak_mib = int(nb.cells.pop().outputs[0]["text"]) if peak else None
     clean(nb)
