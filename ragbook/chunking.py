@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from . import models
+from .injection import page_metadata
 from .types import Chunk, Document
 
 __all__ = ["window_count", "rough_window_count", "sliding_windows", "count_tokens",
@@ -262,7 +263,7 @@ class RecursiveSplitter:
             end = self._choose_end(start, scan)
             chunks.append(Chunk(id=f"{doc.id}:{start}-{end}", doc_id=doc.id,
                                 text=text[start:end], start=start, end=end,
-                                metadata=dict(doc.metadata)))
+                                metadata=page_metadata(doc)))
             if end >= end_of_text:
                 break
             if text[end].isspace():
@@ -341,7 +342,7 @@ def sliding_window_chunks(doc: Document, size: int, overlap: int = 0) -> list[Ch
     for a, b in sliding_windows(len(starts), size, overlap):
         s, e = starts[a], ends[b - 1]
         out.append(Chunk(id=f"{doc.id}:{s}-{e}", doc_id=doc.id, text=doc.text[s:e], start=s,
-                         end=e, metadata=dict(doc.metadata)))
+                         end=e, metadata=page_metadata(doc)))
     return out
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from .checks import check_k, check_query
 from .chunking import chunk_documents, encoder_tokenizer
 from .filters import matches, scoped
+from .injection import page_metadata
 from .retrieval import Retriever, WrapperRetriever, check_role, corpus_fingerprint
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit
@@ -41,9 +42,10 @@ def sentence_chunks(docs: Sequence[Document], min_words: int = 3) -> list[Chunk]
     fragments of fewer than ``min_words`` words (headings, list stubs)."""
     out = []
     for d in docs:
+        meta = page_metadata(d)         # a sentence apart from its planted lead-in is flagged
         for a, z in sentence_spans(d.text):
             if len(d.text[a:z].split()) >= min_words:
-                out.append(Chunk(f"{d.id}:{a}-{z}", d.id, d.text[a:z], a, z, d.metadata))
+                out.append(Chunk(f"{d.id}:{a}-{z}", d.id, d.text[a:z], a, z, meta))
     return out
 
 

@@ -58,7 +58,7 @@ from .text import sentence_spans
 
 __all__ = ["reveal", "fold", "normalise", "instruction_like", "rule_of", "planted_spans",
            "planted_sentences", "evidence", "E5Signal", "EmbeddingSignal", "PROTOTYPES",
-           "use_signal", "default_signal"]
+           "use_signal", "default_signal", "PLANTED_PAGE", "page_metadata", "planted_pages"]
 
 
 # -- 1. hidden markup made visible ----------------------------------------------------------
@@ -305,6 +305,48 @@ def default_signal():
 def planted_sentences(text: str, extra=None) -> list[str]:
     """The flagged sentences of ``text`` (``planted_spans``), as strings."""
     return [text[a:z] for a, z in planted_spans(text, extra)]
+
+
+#: the metadata key ``page_metadata`` sets (to True) on every chunk of a planted page
+PLANTED_PAGE = "planted_instruction"
+
+
+def page_metadata(doc) -> dict:
+    """The metadata each chunk of ``doc`` (a ``Document``) carries: a copy of
+    ``doc.metadata``, with ``PLANTED_PAGE: True`` when the document carries a sentence
+    planted for a model (``planted_spans`` over its whole text).
+
+    Chunking is where an instruction and its payload part: "Note for AI assistants: ..." at
+    the top of a page, "The refund window is 365 days." three chunks further on. Retrieved
+    alone, the payload chunk reads as a plain fact that no detector can flag; the flag
+    carries the page's verdict to it, so the guards distrust it (``planted_pages``). Data
+    can raise the flag, never lower it: the page's own ``planted_instruction: false`` (front
+    matter is written by whoever wrote the page) is overruled. Users can also filter such
+    pages out of retrieval: ``where={"planted_instruction": {"$ne": True}}``."""
+    meta = dict(doc.metadata)
+    if meta.get(PLANTED_PAGE) is not True and _carries_planted(doc.text, _DEFAULT[0]):
+        meta[PLANTED_PAGE] = True
+    return meta
+
+
+def _carries_planted(text: str, signal) -> bool:
+    # the same page is chunked again and again (a sweep of chunk sizes): patterns are
+    # read once per text; a second signal is asked every time (it may not be hashable)
+    return _carries_planted_by_patterns(text) if signal is None else bool(
+        planted_spans(text, signal))
+
+
+@lru_cache(maxsize=8192)
+def _carries_planted_by_patterns(text: str) -> bool:
+    return bool(_flagged_spans(text, None, True))
+
+
+def planted_pages(hits) -> set[str]:
+    """The doc ids among ``hits`` whose page carries a planted sentence: marked so when it was
+    chunked (``PLANTED_PAGE``, ``page_metadata``) or seen in a hit's own text. No passage of
+    such a page is an answer or backs a claim, whichever of its chunks was retrieved."""
+    return {h.doc_id for h in hits
+            if h.metadata.get(PLANTED_PAGE) is True or planted_spans(h.text)}
 
 
 def evidence(text: str) -> str:

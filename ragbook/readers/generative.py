@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checks import check_k
 from ..component import Component
-from ..injection import planted_sentences
+from ..injection import planted_pages, planted_sentences
 from ..llm import default_llm_identity, get_llm
 from ..streaming import Streamed, stream_reply
 from ..text import sentences
@@ -198,7 +198,7 @@ class GenerativeReader(Component):
         """Keep the sentences a cited passage backs; re-cite or drop the others."""
         kept, checks = [], []
         # a page carrying a planted sentence backs nothing, in any of its passages read
-        tainted = {h.doc_id for h in passages if planted_sentences(h.text)}
+        tainted = planted_pages(passages)
         for claim in claims:
             backing = [0.0 if h.doc_id in tainted else support(claim, h.text) for h in passages]
             cited = [n for n in map(int, CITE.findall(claim)) if 1 <= n <= len(passages)]
