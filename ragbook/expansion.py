@@ -138,6 +138,7 @@ class SentenceWindowRetriever(WrapperRetriever):
         self.retriever, self.window, self.fetch = retriever, window, check_k(fetch, "fetch")
         self.documents = list(documents)
         self._by_id = {d.id: d for d in self.documents}
+        self._meta = {d.id: page_metadata(d) for d in self.documents}   # as its chunks'
         self._spans = {d.id: sentence_spans(d.text) for d in self.documents}
         self._starts = {d: [a for a, _ in s] for d, s in self._spans.items()}
 
@@ -154,12 +155,13 @@ class SentenceWindowRetriever(WrapperRetriever):
     def search(self, query: str, k: int = 10, where: Mapping[str, Any] | None = None, *,
                scope: Mapping[str, Any] | None = None) -> list[Hit]:
         """The best ``k`` windows (the number of results); a window carries its document's
-        metadata, and is returned only when that, too, passes ``where`` and ``scope``."""
+        metadata (as its chunks do: ``page_metadata``), and is returned only when that, too,
+        passes ``where`` and ``scope``."""
         k, query, where = check_k(k), check_query(query), scoped(where, scope)
         windows: list[Hit] = []
         for h in self.retriever.search(query, k=k * self.fetch, where=where):
             a, z = self.widen(h)
-            meta = self._by_id[h.doc_id].metadata   # the window is the document's text
+            meta = self._meta[h.doc_id]      # the window is the document's text
             if not matches(meta, where):
                 continue
             for n, w in enumerate(windows):

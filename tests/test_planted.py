@@ -11,7 +11,11 @@ from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever, load_helpce
 from ragbook.chunking import chunk_documents, sliding_window_chunks
 from ragbook.cli import main
 from ragbook.datasets import data_dir
-from ragbook.expansion import parent_child_chunks, sentence_chunks
+from ragbook.expansion import (
+    SentenceWindowRetriever,
+    parent_child_chunks,
+    sentence_chunks,
+)
 from ragbook.injection import (
     evidence,
     instruction_like,
@@ -275,6 +279,10 @@ def test_every_chunk_of_a_planted_page_carries_the_pages_verdict():
         assert all(c.metadata == {"planted_instruction": True, "access": "public"}
                    for c in mine), name
         assert all(c.metadata == {"access": "public"} for c in chunks if c.doc_id == "office")
+    windows = SentenceWindowRetriever(BM25Index().build(splits["sentences"]), [page, honest],
+                                      window=1).search("Saturdays support line", k=5)
+    assert [h.metadata for h in windows if h.doc_id == "far"] == [
+        {"planted_instruction": True, "access": "public"}]
     index = BM25Index().build(splits["recursive"])   # and a user can filter such pages out
     found = [{h.doc_id for h in index.search("Saturdays support line", k=50, where=where)}
              for where in (None, {"planted_instruction": {"$ne": True}})]
