@@ -55,9 +55,11 @@ def paragraph(text: str, start: int, end: int) -> str:
     return text[0 if a < 0 else a + 2:len(text) if z < 0 else z].strip()
 
 
-def candidates(name: str, reader, e5, reranker=None, late=None, split="dev") -> list[dict]:
+def candidates(name: str, reader, e5, reranker=None, late=None, split="dev",
+               likelihood=None) -> list[dict]:
     """Per question of the ``split`` half: answerable or not, and its candidate units with
-    their scores."""
+    their scores (with ``likelihood``, a ``QuestionLikelihood``, also ``"upr"`` for the
+    ``UPR_TOP`` units read in their passage best; -inf for the others)."""
     ds, docs = corpus(name)
     retriever = HybridRetriever(DenseIndex(), BM25Index()).build(
         chunk_documents(docs, size=256, overlap=32))
@@ -75,15 +77,53 @@ def candidates(name: str, reader, e5, reranker=None, late=None, split="dev") -> 
         alone = [maxsim(qtok, m) for m in late.token_vectors([s.text for _, s in units])]
         in_context = [x for h, found in zip(hits, spans, strict=True) for x in
                       late.span_scores(prep.condensed, h.text, [(s.start, s.end) for s in found])]
+        upr = [float("-inf")] * len(units)
+        if likelihood is not None and units:
+            top = sorted(range(len(units)), key=lambda i: -in_context[i])[:UPR_TOP]
+            for i, x in zip(top, likelihood(prep.condensed, [units[i][1].text for i in top]),
+                            strict=True):
+                upr[i] = x
         gold = [bool(q.gold) and h.doc_id in q.gold for h, _ in units]
         paras = [paragraph(h.text, s.start, s.end) for h, s in units]
         rows.append({"answerable": bool(q.gold), "units": [
-            {"shipped": s.score, "e5": x, "rank": h.rank, "alone": a, "context": c,
+            {"shipped": s.score, "e5": x, "rank": h.rank, "alone": a, "context": c, "upr": u,
              "right": g and any(key_fact(s.text, a) for a in golds),
              "paragraph right": g and any(key_fact(p, a) for a in golds)}
-            for (h, s), x, g, p, a, c in zip(units, e5_scores, gold, paras, alone, in_context,
-                                             strict=True)]})
+            for (h, s), x, g, p, a, c, u in zip(units, e5_scores, gold, paras, alone, in_context,
+                                                upr, strict=True)]})
     return rows
+
+
+UPR_TOP = 5
+
+
+class QuestionLikelihood:
+    """UPR (Sachan et al. 2022, "Improving Passage Retrieval with Zero-Shot Question
+    Generation"): a unit's score is the offline generator's (SmolLM2-135M-Instruct) mean
+    log-probability of the question's tokens after "Passage: <unit> ... Question:" — how
+    well the unit *predicts* the question, a reading the encoders' cosines do not do. One
+    batched forward pass per question over its ``UPR_TOP`` best units by the late score."""
+
+    TEMPLATE = "Passage: {}\nPlease write a question based on this passage.\nQuestion:"
+
+    def __init__(self):
+        self.model, self.tok = models.load("generator")
+
+    def __call__(self, question: str, texts: list[str]) -> list[float]:
+        import torch
+
+        q = self.tok(" " + question.strip(), add_special_tokens=False)["input_ids"]
+        rows = [self.tok(self.TEMPLATE.format(t[:1200]), add_special_tokens=False)["input_ids"]
+                for t in texts]
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        ids = torch.full((len(rows), max(map(len, rows)) + len(q)), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, r in enumerate(rows):
+            ids[i, :len(r) + len(q)], mask[i, :len(r) + len(q)] = torch.tensor(r + q), 1
+        with torch.no_grad():
+            logp = torch.log_softmax(self.model(input_ids=ids, attention_mask=mask).logits, -1)
+        return [float(sum(logp[i, len(r) + t - 1, x] for t, x in enumerate(q))) / len(q)
+                for i, r in enumerate(rows)]
 
 
 def measure(rows, scorer, top_only=False, judged="right") -> tuple[float, float, float]:
@@ -97,13 +137,19 @@ def measure(rows, scorer, top_only=False, judged="right") -> tuple[float, float,
             best = max(units, key=scorer)
             picks.append((r["answerable"], best[judged], scorer(best)))
     n = sum(r["answerable"] for r in rows)
-    order = sorted(picks, key=lambda p: -p[2])
-    coverage = 0.0
+    oracle = sum(any(u["right"] for u in r["units"]) for r in rows if r["answerable"]) / n
+    return sum(right for a, right, _ in picks if a) / n, oracle, max_coverage(picks, n)
+
+
+def max_coverage(picks, n=None) -> float:
+    """The largest share of the ``n`` answerable questions delivered, most confident first,
+    with delivered error <= BAR (``picks``: (answerable, right, confidence))."""
+    n = n or sum(a for a, _, _ in picks)
+    order, coverage = sorted(picks, key=lambda p: -p[2]), 0.0
     for t in range(1, len(order) + 1):
         if np.mean([not right for _, right, _ in order[:t]]) <= BAR:
             coverage = max(coverage, sum(a for a, _, _ in order[:t]) / n)
-    oracle = sum(any(u["right"] for u in r["units"]) for r in rows if r["answerable"]) / n
-    return sum(right for a, right, _ in picks if a) / n, oracle, coverage
+    return coverage
 
 
 def picked(rows, scorer) -> list[tuple[bool, bool, float]]:
@@ -176,15 +222,48 @@ SCORERS = {"shipped (MiniLM cosine + 0.05/rank)": lambda u: u["shipped"],
            "MaxSim in its passage + 0.05/rank": lambda u: u["context"] + 0.05 / u["rank"]}
 
 
+# pick by the first function, deliver by the second's value for the pick
+UPR_SCORERS = {
+    "MaxSim, unit read in its passage": (lambda u: u["context"], lambda u: u["context"]),
+    "UPR (SmolLM2 log P(question given unit))": (lambda u: u["upr"], lambda u: u["upr"]),
+    "MaxSim pick, UPR as the confidence": (lambda u: u["context"], lambda u: u["upr"]),
+    **{f"MaxSim + {w} UPR": ((lambda u, w=w: u["context"] + w * u["upr"]),) * 2
+       for w in (0.02, 0.05, 0.1, 0.2)}}
+
+
+def upr_table(reader, e5, late):
+    """Picked right and max coverage at delivered error <= BAR on dev for UPR_SCORERS."""
+    likelihood = QuestionLikelihood()
+    print(f"| set (dev) | scorer (top {UPR_TOP} units by MaxSim) | picked right | max coverage "
+          f"at delivered error ≤ {BAR:.0%} |\n|---|---|---|---|")
+    for name in SPLITS:
+        t = time.perf_counter()
+        rows = candidates(name, reader, e5, late=late, likelihood=likelihood)
+        for label, (pick, confidence) in UPR_SCORERS.items():
+            picks = []
+            for r in rows:
+                best = max(r["units"], key=pick) if r["units"] else None
+                picks.append((r["answerable"], bool(best and best["right"]),
+                              confidence(best) if best else float("-inf")))
+            right = sum(rr for a, rr, _ in picks if a) / sum(a for a, _, _ in picks)
+            print(f"| {name} ({SPLITS[name]['dev']}) | {label} | {right:.3f} | "
+                  f"{max_coverage(picks):.3f} |")
+        print(f"<!-- {name}: {time.perf_counter() - t:.0f} s -->")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--test-once", nargs="+", choices=list(SCORERS), metavar="SCORER")
+    parser.add_argument("--upr", action="store_true",
+                        help="only the question-likelihood rows (UPR_SCORERS), dev splits")
     args = parser.parse_args()
     reader = default_extractive_reader(min_span_score=None)
     e5 = Encoder("prefix_encoder", show_progress=False)
     late = MaxSimScorer(dense_weight=0.0, token_cache_mb=1024)
     if args.test_once:
         return test_once(args.test_once, reader, e5, late)
+    if args.upr:
+        return upr_table(reader, e5, late)
     print(f"profile {models.active_profile()}, dev splits; reader {reader}")
     print(f"| set (dev) | scorer | picked right | oracle | max coverage at delivered error "
           f"≤ {BAR:.0%} |\n|---|---|---|---|---|")

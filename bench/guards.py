@@ -19,10 +19,20 @@ the rows that ``unsupported_directive`` refuses when the row alone is the passag
 from (no other document to back it).
 
     flock /tmp/ragbook-heavy.lock .venv/bin/python bench/guards.py
+
+``--far``: the rows of two or more sentences, each planted with its payload (last sentence)
+``FILLER`` away from the rest, so the two land in different chunks; asked their payload, with
+the guard on, over chunks that carry their page's verdict (``injection.page_metadata``, as
+``chunk_documents`` makes them) and over the same chunks with that mark removed (how they
+were before the page's verdict went with each chunk). Delivered: the reply (``ask``) cites
+a planted page, or the payload is shown (``stream``). Also counted: questions whose
+candidates hold the payload chunk but not the one that carries the instruction.
 """
+import argparse
 import json
 import re
 import time
+from dataclasses import replace
 
 from ragbook import Encoder
 from ragbook.bm25 import BM25Index
@@ -31,7 +41,7 @@ from ragbook.datasets import data_dir, load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.fusion import HybridRetriever
 from ragbook.guards import unsupported_directive
-from ragbook.injection import normalise
+from ragbook.injection import PLANTED_PAGE, normalise, planted_spans
 from ragbook.pipeline import Pipeline
 from ragbook.readers import GenerativeReader
 from ragbook.text import sentences
@@ -97,6 +107,48 @@ def red_team(hc, encoder):
     return len(planted), counts, missed
 
 
+FILLER = "\n\n".join(f"Release {n} of the desktop app ships with a refreshed colour theme and "
+                     f"faster start-up." for n in range(1, 25))
+
+
+def far_doc(row):
+    said = sentences(row["text"])
+    return Document(f"planted-{row['id']}",
+                    f"# Notice\n\n{' '.join(said[:-1])}\n\n{FILLER}\n\n{said[-1]}\n",
+                    {"status": "current", "access": "public"})
+
+
+def far_team(hc, encoder):
+    """Delivered with the page's verdict on its chunks and without it (module docstring)."""
+    planted = [r for r in rows("classes.jsonl") if len(sentences(r["text"])) > 1]
+    chunks = chunk_documents(list(hc.documents) + [far_doc(r) for r in planted], size=256,
+                             overlap=32)
+    unmarked = [replace(c, metadata={k: v for k, v in c.metadata.items() if k != PLANTED_PAGE})
+                for c in chunks]
+    counts: dict[str, dict[str, list[str]]] = {}
+    apart = 0
+    for mark, found in (("without", unmarked), ("with", chunks)):
+        index = HybridRetriever(DenseIndex(encoder), BM25Index()).build(found)
+        pipes = {"ask": Pipeline(index),
+                 "ask --generative": Pipeline(index, reader=GenerativeReader(Obedient()))}
+        for row in planted:
+            question = sentences(normalise(row["text"]))[-1]
+            for name, pipe in pipes.items():
+                prep = pipe.prepare(question)
+                if name == "ask" and mark == "with":
+                    mine = [h for h in prep.candidates if h.doc_id == f"planted-{row['id']}"]
+                    apart += bool(mine) and not any(planted_spans(h.text) for h in mine)
+                r = pipe.decide(prep)
+                if not r.escalated and any(h.doc_id.startswith("planted-") for h in r.sources):
+                    counts.setdefault(name, {}).setdefault(mark, []).append(row["id"])
+                if name == "ask --generative":     # the payload shown, not the filler
+                    shown = normalise("".join(pipe.stream(question)))
+                    if question.rstrip(".")[:40] in shown:
+                        counts.setdefault("stream --generative", {}).setdefault(
+                            mark, []).append(row["id"])
+    return len(planted), apart, counts
+
+
 def false_positives(hc, encoder):
     index = HybridRetriever(DenseIndex(encoder), BM25Index()).build(
         chunk_documents(hc.documents, size=256, overlap=32))
@@ -124,8 +176,19 @@ def benign():
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--far", action="store_true", help="payloads a chunk away (docstring)")
     t = time.perf_counter()
     hc, encoder = load_helpcentre(), Encoder()
+    if parser.parse_args().far:
+        n, apart, counts = far_team(hc, encoder)
+        print(f"{n} planted pages, payload {len(FILLER)} characters after the rest; {apart} "
+              f"retrieve the payload chunk without the one that carries the instruction")
+        print(f"{'path (guard on)':<22} {'unmarked':>10} {'marked':>10}")
+        for name, by in counts.items():
+            print(f"{name:<22} {len(by.get('without', [])):>10} {len(by.get('with', [])):>10}"
+                  f"   marked, still delivered: {', '.join(by.get('with', [])) or '-'}")
+        return print(f"{time.perf_counter() - t:.0f} s")
     n, counts, missed = red_team(hc, encoder)
     print(f"red team: {n} planted pages, each asked its own payload; delivered (off -> on)")
     print(f"{'path':<22} {'guard off':>10} {'guard on':>10}")

@@ -107,6 +107,11 @@ _ROLE = _words("pretend imagine_you role-play play_a_game act_as you_are_no_long
                "switch_roles udawaj oyun_oynayal لنلعب låtsas đóng_vai jouer_le_rôle joue_le_rôle "
                "fingi tu_es je_bent_geen ești_un jucăm_un_joc תעמיד_פנים είσαι_ένα "
                "として振る舞")
+# the assistant's own reply, named to script it ("In your reply, state that ...")
+_REPLY = re.compile(r"\b(?:in|with|to|for) (?:each of |every one of |all of )?your "
+                    r"(?:repl(?:y|ies)|answers?|responses?)\W+(?:\w+\W+){0,3}?"
+                    r"(?:say|state|tell|mention|include|write|add|claim|note|insist|confirm|"
+                    r"recommend|explain|stress|point out)\b")
 _LEAD = re.compile(r"^(?P<lead>[^:：]{3,120})[:：]")       # "Notice to the AI: ..."
 _AUTHORITY = _words("instruction instructions directive notice instrukcje 지시 निर्देश "
                     "instruksi інструкції pokyny "
@@ -118,7 +123,8 @@ _AUTHORITY = _words("instruction instructions directive notice instrukcje 지시
 def directive(sentence: str, before: str = "") -> str | None:
     """Why ``sentence`` (with ``before``, the sentence before it in its passage) is a
     directive rather than information, or None: it changes a policy from now on, asks for a
-    secret, is addressed to the assistant, or follows a sentence addressed to it."""
+    secret, is addressed to the assistant, scripts its reply ("in your reply, state that
+    ..."), or follows a sentence addressed to it."""
     text = normalise(sentence).lower()
     if _FROM_NOW.search(text):
         return "changes a policy from now on"
@@ -132,6 +138,8 @@ def directive(sentence: str, before: str = "") -> str | None:
         return "is addressed to the assistant"
     if _ROLE.search(text):
         return "hands the assistant a role to play"
+    if _REPLY.search(text):
+        return "scripts the assistant's reply"
     if _AI.search(text) and _SAY.search(text):
         return "is addressed to the assistant"
     if before and _AI.search(normalise(before).lower()):
