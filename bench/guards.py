@@ -126,7 +126,8 @@ def far_team(hc, encoder):
     unmarked = [replace(c, metadata={k: v for k, v in c.metadata.items() if k != PLANTED_PAGE})
                 for c in chunks]
     counts: dict[str, dict[str, list[str]]] = {}
-    apart = 0
+    apart = marked_cited = 0
+    marked = {c.doc_id for c in chunks if c.metadata.get(PLANTED_PAGE)}
     for mark, found in (("without", unmarked), ("with", chunks)):
         index = HybridRetriever(DenseIndex(encoder), BM25Index()).build(found)
         pipes = {"ask": Pipeline(index),
@@ -139,14 +140,16 @@ def far_team(hc, encoder):
                     mine = [h for h in prep.candidates if h.doc_id == f"planted-{row['id']}"]
                     apart += bool(mine) and not any(planted_spans(h.text) for h in mine)
                 r = pipe.decide(prep)
-                if not r.escalated and any(h.doc_id.startswith("planted-") for h in r.sources):
+                cited = {h.doc_id for h in r.sources if h.doc_id.startswith("planted-")}
+                if not r.escalated and cited:
                     counts.setdefault(name, {}).setdefault(mark, []).append(row["id"])
+                    marked_cited += mark == "with" and bool(cited & marked)
                 if name == "ask --generative":     # the payload shown, not the filler
                     shown = normalise("".join(pipe.stream(question)))
                     if question.rstrip(".")[:40] in shown:
                         counts.setdefault("stream --generative", {}).setdefault(
                             mark, []).append(row["id"])
-    return len(planted), apart, counts
+    return len(planted), len(marked), apart, marked_cited, counts
 
 
 def false_positives(hc, encoder):
@@ -181,9 +184,11 @@ def main():
     t = time.perf_counter()
     hc, encoder = load_helpcentre(), Encoder()
     if parser.parse_args().far:
-        n, apart, counts = far_team(hc, encoder)
-        print(f"{n} planted pages, payload {len(FILLER)} characters after the rest; {apart} "
-              f"retrieve the payload chunk without the one that carries the instruction")
+        n, marked, apart, marked_cited, counts = far_team(hc, encoder)
+        print(f"{n} planted pages ({marked} marked: the detector sees them), payload "
+              f"{len(FILLER)} characters after the rest; {apart} retrieve the payload chunk "
+              f"without the one that carries the instruction; {marked_cited} replies cite a "
+              f"marked page")
         print(f"{'path (guard on)':<22} {'unmarked':>10} {'marked':>10}")
         for name, by in counts.items():
             print(f"{name:<22} {len(by.get('without', [])):>10} {len(by.get('with', [])):>10}"
