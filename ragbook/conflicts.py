@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from .bm25 import Tokenizer
 from .types import Span
 
-__all__ = ["quantities", "topic_words", "find_conflict"]
+__all__ = ["quantities", "topic_words", "find_conflict", "contradicts"]
 
 
 _UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
@@ -59,14 +59,29 @@ def find_conflict(answer: Span, others: Sequence[Span], margin: float = 0.05,
     >>> find_conflict(a, [b]) is b
     True
     """
-    mine = quantities(answer.text)
-    if not mine:
-        return None
-    units, topic = {u for _, u in mine}, topic_words(answer.text)
-    for other in others:
-        if other.score < answer.score - margin or len(topic & topic_words(other.text)) < min_shared:
-            continue
-        theirs = {q for q in quantities(other.text) if q[1] in units}
-        if theirs and not theirs & mine:
-            return other
-    return None
+    return next((o for o in others if o.score >= answer.score - margin
+                 and contradicts(answer.text, o.text, min_shared)), None)
+
+
+def contradicts(claim: str, other: str, min_shared: int = 2, min_share: float = 0.0) -> bool:
+    """``other`` states a different figure for the same thing as ``claim``: a figure of the
+    same unit and none of the same value, and at least ``min_shared`` content words — and
+    ``min_share`` of the claim's — in common besides the figures (a plural counts as its
+    singular: "tickets" is "ticket").
+
+    >>> contradicts("Free keeps 90 days of ticket history.", "Free tickets older than 30 "
+    ...             "days are deleted.", min_shared=2)
+    True
+    """
+    mine = quantities(claim)
+    topic = _singular(topic_words(claim))
+    shared = topic & _singular(topic_words(other))
+    if not mine or len(shared) < max(min_shared, min_share * len(topic)):
+        return False
+    theirs = {q for q in quantities(other) if q[1] in {u for _, u in mine}}
+    return bool(theirs) and not theirs & mine
+
+
+def _singular(words: set[str]) -> set[str]:
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in words}

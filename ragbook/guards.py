@@ -26,14 +26,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .conflicts import topic_words
+from .conflicts import contradicts, topic_words
 from .injection import normalise, planted_pages
 from .readers.grounding import split_claims, support
 from .text import sentence_spans
 from .types import Hit, Span
 
-__all__ = ["directive", "unsupported_directive", "planted_in", "planted_answer", "inside",
-           "MIN_SUPPORT"]
+__all__ = ["directive", "unsupported_directive", "contradicted_claim", "withheld", "planted_in",
+           "planted_answer", "inside", "MIN_SUPPORT", "MIN_CONFLICT_SHARE"]
 
 #: The share of a directive's content words another document must hold (``support``).
 MIN_SUPPORT = 0.8
@@ -192,6 +192,51 @@ def unsupported_directive(text: str, hits: Sequence[Hit],
             return (f"{claim!r} {why} (in {hit.doc_id!r}) and no other document states it: "
                     f"a directive one page makes is not an answer; a person should read the "
                     f"page")
+    return None
+
+
+#: the share of a generated claim's content words another page's sentence must hold to be
+#: about the same thing (``contradicted_claim``; a span answer compares scores instead)
+MIN_CONFLICT_SHARE = 0.6
+
+
+def contradicted_claim(text: str, hits: Sequence[Hit]) -> tuple[str, str, str] | None:
+    """(claim, the other page's sentence, that page's id) when a sentence of the generated
+    answer ``text`` states a figure that another document among ``hits`` contradicts —
+    the same unit, another value, 60% of its content words (``MIN_CONFLICT_SHARE``)
+    — or None. A span answer's conflict check weighs how well each sentence answers
+    (``find_conflict``); a generated claim has no such score, so it must share more words.
+    A claim's own page is the one it comes from (``_home``); pages that carry a planted
+    sentence contradict nothing (``planted_pages``)."""
+    untrusted = planted_pages(hits)
+    for claim in split_claims(text):
+        home = _home(claim, hits)
+        if home is None:
+            continue
+        for h in hits:
+            if h.doc_id == home[0].doc_id or h.doc_id in untrusted:
+                continue
+            for a, z in sentence_spans(h.text):
+                if contradicts(claim, h.text[a:z], min_share=MIN_CONFLICT_SHARE):
+                    return claim, h.text[a:z], h.doc_id
+    return None
+
+
+def withheld(text: str, hits: Sequence[Hit], directives: bool = True,
+             conflicts: bool = True) -> tuple[str, str, dict] | None:
+    """Why the answer ``text`` read from ``hits`` may not be shown, as the pipeline's
+    escalation (reason, detail, trace extra), or None: a directive no other page states
+    (``unsupported_directive``, with ``directives``), or a generated claim another page
+    contradicts (``contradicted_claim``, with ``conflicts``). ``Pipeline.conclude`` asks it
+    of the whole answer, ``Pipeline.stream`` before each piece is shown."""
+    why = unsupported_directive(text, hits) if directives else None
+    if why is not None:
+        return "unsupported_answer", why, {"verdict": "unsupported_directive"}
+    clash = contradicted_claim(text, hits) if conflicts else None
+    if clash is not None:
+        claim, said, doc = clash
+        return ("conflict", f"the answer says {claim!r} but {doc!r} says {said!r}",
+                {"statements": [claim, said]})
     return None
 
 

@@ -51,7 +51,7 @@ from .component import Component
 from .condense import RuleCondenser
 from .conflicts import find_conflict
 from .filters import filter_keys, matches, validate_where
-from .guards import inside, planted_answer, planted_in, unsupported_directive
+from .guards import inside, planted_answer, planted_in, withheld
 from .injection import instruction_like
 from .readers import default_extractive_reader
 from .result import Result, outcome
@@ -121,7 +121,8 @@ class Pipeline(Component):
     says what your threshold is on ("cosine", "bm25", "rrf", "rerank"); a threshold of another
     kind, or outside what the confidence can be, is refused (``calibrate`` sets both).
     ``exclude_superseded`` adds ``status != superseded`` to every filter,
-    ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``),
+    ``detect_conflicts`` escalates when sources disagree (within ``conflict_margin``; a
+    generated claim: ``guards.contradicted_claim``, and it is not streamed),
     ``skip_instructions`` never lets a page carrying a sentence planted for a model
     (``planted_spans``: an instruction to the AI, after Unicode and markup disguises are
     undone, alone or split over two sentences) give an extractive answer, from any of its
@@ -301,10 +302,10 @@ class Pipeline(Component):
         if answer.reason is not None:     # text, but its reader's own check failed it
             return self._escalated(prep, t, "unsupported_answer", "the reader's check failed "
                                    f"its answer: {answer.reason}", {"verdict": answer.reason})
-        directive = self._directive(answer.text, admitted)
-        if directive is not None:
-            return self._escalated(prep, t, "unsupported_answer", directive,
-                                   {"verdict": "unsupported_directive"})
+        why = withheld(answer.text, admitted.hits, self.guard_directives,
+                       self.detect_conflicts and not prep.spans)
+        if why is not None:
+            return self._escalated(prep, t, *why)
         by_id = {h.id: h for h in admitted.hits}
         sources = tuple(by_id[s] for s in answer.sources if s in by_id)
         h = next((h for h in sources if matches(h.metadata, _SUPERSEDED)), None)
@@ -345,10 +346,6 @@ class Pipeline(Component):
                       candidates=prep.candidates, reason=reason, detail=detail,
                       trace=prep.trace + (stage,), confidence=prep.confidence,
                       confidence_kind=prep.confidence_kind)
-
-    def _directive(self, text: str, admitted: Admitted) -> str | None:
-        """Why ``text`` may not be shown (``guards.unsupported_directive``), or None."""
-        return unsupported_directive(text, admitted.hits) if self.guard_directives else None
 
     # -- asking, streaming, recording ----------------------------------------------------------
     def ask(self, question: str, history=None, where=None, *, scope=None) -> Result:
@@ -395,7 +392,8 @@ class Pipeline(Component):
                 live = not any(matches(h.metadata, _SUPERSEDED) for h in admitted.hits)
                 reading = self.reader.stream(prep.condensed, admitted.hits)
                 for piece in reading:
-                    live = live and self._directive(shown + piece, admitted) is None
+                    live = live and withheld(shown + piece, admitted.hits, self.guard_directives,
+                                             self.detect_conflicts) is None
                     if live:
                         shown += piece
                         yield piece

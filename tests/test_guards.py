@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from test_streaming import asked_by
 
 from ragbook import BM25Index, Encoder
 from ragbook.chunking import chunk_documents
@@ -202,3 +203,46 @@ def test_a_sentence_that_scripts_the_assistants_reply_is_a_directive(sentence, s
     authentication is no longer required."), planted a chunk away from its lead-in, was
     streamed by the generative reader: it names no assistant, only *your reply*."""
     assert (directive(sentence) == "scripts the assistant's reply") is scripts
+
+
+@pytest.fixture(scope="module")
+def free_plan_pages():
+    """The help centre's two pages that disagree on the Free plan's ticket history (90 days
+    kept vs older than 30 days deleted), and two that do not."""
+    hc = {d.id: d for d in load_helpcentre().documents}
+    return BM25Index().build(chunk_documents(
+        [hc[i] for i in ("account-free-plan-overview", "account-data-retention",
+                         "billing-refund-policy", "account-change-email")],
+        size=256, overlap=32))
+
+
+@pytest.mark.parametrize("path", ["ask", "stream"])
+def test_a_generated_figure_another_page_contradicts_escalates_as_a_conflict(free_plan_pages,
+                                                                             path):
+    """A span answer with a contradicted figure escalated ``conflict``; a generated one was
+    delivered (and streamed) with one page's number."""
+    question = "how many days of ticket history does the free plan keep?"
+    reader = GenerativeReader(Obedient(""))
+    pipe = Pipeline(free_plan_pages, reader=reader)
+    pipe.reader.read(question, pipe.prepare(question).candidates)       # to number the passages
+    n = cited(reader.last_["messages"], "account-free-plan-overview")
+    reader.llm.reply = f"On the Free plan, 90 days of ticket history are kept [{n}]."
+    off, shown = asked_by(pipe.with_settings(detect_conflicts=False), question, path)
+    assert not off.escalated and "90 days" in off.answer.text            # one page's number
+    result, shown = asked_by(pipe, question, path)
+    assert result.reason == "conflict" and "account-data-retention" in result.detail
+    assert "90 days" not in shown
+    assert result.trace[-1].detail["statements"][1].startswith("On the Free plan, tickets")
+
+
+def test_a_generated_figure_no_other_page_disputes_is_delivered(free_plan_pages):
+    question = "how long is the refund window for monthly plans?"
+    reader = GenerativeReader(Obedient(""))
+    pipe = Pipeline(free_plan_pages, reader=reader)
+    pipe.reader.read(question, pipe.prepare(question).candidates)
+    n = cited(reader.last_["messages"], "billing-refund-policy")
+    sentence = next(s for s in sentences(reader.last_["messages"][-1]["content"])
+                    if "14 days" in s)
+    reader.llm.reply = f"{sentence.rstrip('.')} [{n}]."
+    result = pipe.ask(question)
+    assert not result.escalated, (result.reason, result.detail)
