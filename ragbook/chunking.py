@@ -258,12 +258,13 @@ class RecursiveSplitter:
         start, end_of_text = (m.start() if m else len(text)), len(text.rstrip())
         scan = _Scan(text, self.length, start, end_of_text)
         chunks: list[Chunk] = []
+        meta = page_metadata(doc)       # once per document: a planted page marks every chunk
         while start < end_of_text:
             scan.read_past(start, self.size)
             end = self._choose_end(start, scan)
             chunks.append(Chunk(id=f"{doc.id}:{start}-{end}", doc_id=doc.id,
                                 text=text[start:end], start=start, end=end,
-                                metadata=page_metadata(doc)))
+                                metadata=dict(meta)))
             if end >= end_of_text:
                 break
             if text[end].isspace():
@@ -338,11 +339,11 @@ def sliding_window_chunks(doc: Document, size: int, overlap: int = 0) -> list[Ch
     substrings of the document."""
     _check_window(size, overlap)
     starts, ends = _token_spans(doc.text, 0, len(doc.text))
-    out = []
+    out, meta = [], page_metadata(doc)
     for a, b in sliding_windows(len(starts), size, overlap):
         s, e = starts[a], ends[b - 1]
         out.append(Chunk(id=f"{doc.id}:{s}-{e}", doc_id=doc.id, text=doc.text[s:e], start=s,
-                         end=e, metadata=page_metadata(doc)))
+                         end=e, metadata=dict(meta)))
     return out
 
 

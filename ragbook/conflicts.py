@@ -74,9 +74,10 @@ def contradicts(claim: str, other: str, min_shared: int = 2, min_share: float = 
     True
     """
     mine = quantities(claim)
+    if not mine:
+        return False
     topic = _singular(topic_words(claim))
-    shared = topic & _singular(topic_words(other))
-    if not mine or len(shared) < max(min_shared, min_share * len(topic)):
+    if len(topic & _singular(topic_words(other))) < max(min_shared, min_share * len(topic)):
         return False
     theirs = {q for q in quantities(other) if q[1] in {u for _, u in mine}}
     return bool(theirs) and not theirs & mine

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .conflicts import contradicts, topic_words
+from .conflicts import contradicts, quantities, topic_words
 from .injection import normalise, planted_pages
 from .readers.grounding import split_claims, support
 from .text import sentence_spans
@@ -210,7 +210,7 @@ def contradicted_claim(text: str, hits: Sequence[Hit]) -> tuple[str, str, str] |
     sentence contradict nothing (``planted_pages``)."""
     untrusted = planted_pages(hits)
     for claim in split_claims(text):
-        home = _home(claim, hits)
+        home = _home(claim, hits) if quantities(claim) else None   # a figure, or no conflict
         if home is None:
             continue
         for h in hits:
