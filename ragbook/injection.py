@@ -41,6 +41,7 @@ True
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import unicodedata
@@ -330,15 +331,42 @@ def page_metadata(doc) -> dict:
 
 
 def _carries_planted(text: str, signal) -> bool:
-    # the same page is chunked again and again (a sweep of chunk sizes): patterns are
-    # read once per text; a second signal is asked every time (it may not be hashable)
-    return _carries_planted_by_patterns(text) if signal is None else bool(
-        planted_spans(text, signal))
+    """Some piece of ``text`` (``_pieces``) carries a planted sentence. The verdict by the
+    patterns alone is kept per text digest: the same page is chunked again and again (a
+    sweep of chunk sizes), and a second signal is asked every time."""
+    if signal is not None:
+        return any(planted_spans(piece, signal) for piece in _pieces(text))
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= 8192:
+            del _VERDICTS[next(iter(_VERDICTS))]
+        _VERDICTS[key] = any(_flagged_spans(piece, None, True) for piece in _pieces(text))
+    return _VERDICTS[key]
 
 
-@lru_cache(maxsize=8192)
-def _carries_planted_by_patterns(text: str) -> bool:
-    return bool(_flagged_spans(text, None, True))
+_VERDICTS: dict[bytes, bool] = {}
+
+
+def _pieces(text: str, size: int = 1 << 16, overlap: int = 2048):
+    """``text`` in pieces of about ``size`` characters cut at a blank line, line break or
+    space, each overlapping the one before by about ``overlap`` characters, so a sentence
+    and its neighbour always share a piece: a 20 MB file is read in bounded memory, and a
+    planted page's verdict stops at its first planted sentence."""
+    start = 0
+    while True:
+        end = len(text) if len(text) - start <= size else _cut(text, start + size)
+        yield text[start:end]
+        if end >= len(text):
+            return
+        start = _cut(text, end - overlap)
+
+
+def _cut(text: str, at: int) -> int:
+    for sep in ("\n\n", "\n", " "):
+        found = text.find(sep, at, at + 4096)
+        if found >= 0:
+            return found + len(sep)
+    return at
 
 
 def planted_pages(hits) -> set[str]:
