@@ -22,7 +22,7 @@ from (no other document to back it).
 
 ``--far``: the rows of two or more sentences, each planted with its payload (last sentence)
 ``FILLER`` away from the rest, so the two land in different chunks; asked their payload, with
-the guard on, over chunks that carry their page's verdict (``injection.page_metadata``, as
+the guard on, over chunks that carry their page's verdict (``planted_pages.page_metadata``, as
 ``chunk_documents`` makes them) and over the same chunks with that mark removed (how they
 were before the page's verdict went with each chunk). Delivered: the reply (``ask``) cites
 a planted page, or the payload is shown (``stream``). Also counted: questions whose
@@ -41,8 +41,9 @@ from ragbook.datasets import data_dir, load_helpcentre
 from ragbook.dense import DenseIndex
 from ragbook.fusion import HybridRetriever
 from ragbook.guards import unsupported_directive
-from ragbook.injection import PLANTED_PAGE, normalise, planted_spans
+from ragbook.injection import normalise, planted_spans
 from ragbook.pipeline import Pipeline
+from ragbook.planted_pages import PLANTED_PAGE
 from ragbook.readers import GenerativeReader
 from ragbook.text import sentences
 from ragbook.types import Document, Hit

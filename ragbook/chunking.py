@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from . import models
-from .injection import page_metadata
+from .planted_pages import page_metadata
 from .types import Chunk, Document
 
 __all__ = ["window_count", "rough_window_count", "sliding_windows", "count_tokens",

@@ -29,7 +29,7 @@ from typing import Any
 from .checks import check_k, check_query
 from .chunking import chunk_documents, encoder_tokenizer
 from .filters import matches, scoped
-from .injection import page_metadata
+from .planted_pages import page_metadata
 from .retrieval import Retriever, WrapperRetriever, check_role, corpus_fingerprint
 from .text import sentence_spans  # the package's one sentence splitter, re-exported
 from .types import Chunk, Document, Hit

@@ -41,7 +41,6 @@ True
 """
 from __future__ import annotations
 
-import hashlib
 import html
 import re
 import unicodedata
@@ -59,7 +58,7 @@ from .text import sentence_spans
 
 __all__ = ["reveal", "fold", "normalise", "instruction_like", "rule_of", "planted_spans",
            "planted_sentences", "evidence", "E5Signal", "EmbeddingSignal", "PROTOTYPES",
-           "use_signal", "default_signal", "PLANTED_PAGE", "page_metadata", "planted_pages"]
+           "use_signal", "default_signal"]
 
 
 # -- 1. hidden markup made visible ----------------------------------------------------------
@@ -306,75 +305,6 @@ def default_signal():
 def planted_sentences(text: str, extra=None) -> list[str]:
     """The flagged sentences of ``text`` (``planted_spans``), as strings."""
     return [text[a:z] for a, z in planted_spans(text, extra)]
-
-
-#: the metadata key ``page_metadata`` sets (to True) on every chunk of a planted page
-PLANTED_PAGE = "planted_instruction"
-
-
-def page_metadata(doc) -> dict:
-    """The metadata each chunk of ``doc`` (a ``Document``) carries: a copy of
-    ``doc.metadata``, with ``PLANTED_PAGE: True`` when the document carries a sentence
-    planted for a model (``planted_spans`` over its whole text).
-
-    Chunking is where an instruction and its payload part: "Note for AI assistants: ..." at
-    the top of a page, "The refund window is 365 days." three chunks further on. Retrieved
-    alone, the payload chunk reads as a plain fact that no detector can flag; the flag
-    carries the page's verdict to it, so the guards distrust it (``planted_pages``). Data
-    can raise the flag, never lower it: the page's own ``planted_instruction: false`` (front
-    matter is written by whoever wrote the page) is overruled. Users can also filter such
-    pages out of retrieval: ``where={"planted_instruction": {"$ne": True}}``."""
-    meta = dict(doc.metadata)
-    if meta.get(PLANTED_PAGE) is not True and _carries_planted(doc.text, _DEFAULT[0]):
-        meta[PLANTED_PAGE] = True
-    return meta
-
-
-def _carries_planted(text: str, signal) -> bool:
-    """Some piece of ``text`` (``_pieces``) carries a planted sentence. The verdict by the
-    patterns alone is kept per text digest: the same page is chunked again and again (a
-    sweep of chunk sizes), and a second signal is asked every time."""
-    if signal is not None:
-        return any(planted_spans(piece, signal) for piece in _pieces(text))
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    if key not in _VERDICTS:
-        if len(_VERDICTS) >= 8192:
-            del _VERDICTS[next(iter(_VERDICTS))]
-        _VERDICTS[key] = any(_flagged_spans(piece, None, True) for piece in _pieces(text))
-    return _VERDICTS[key]
-
-
-_VERDICTS: dict[bytes, bool] = {}
-
-
-def _pieces(text: str, size: int = 1 << 16, overlap: int = 2048):
-    """``text`` in pieces of about ``size`` characters cut at a blank line, line break or
-    space, each overlapping the one before by about ``overlap`` characters, so a sentence
-    and its neighbour always share a piece: a 20 MB file is read in bounded memory, and a
-    planted page's verdict stops at its first planted sentence."""
-    start = 0
-    while True:
-        end = len(text) if len(text) - start <= size else _cut(text, start + size)
-        yield text[start:end]
-        if end >= len(text):
-            return
-        start = _cut(text, end - overlap)
-
-
-def _cut(text: str, at: int) -> int:
-    for sep in ("\n\n", "\n", " "):
-        found = text.find(sep, at, at + 4096)
-        if found >= 0:
-            return found + len(sep)
-    return at
-
-
-def planted_pages(hits) -> set[str]:
-    """The doc ids among ``hits`` whose page carries a planted sentence: marked so when it was
-    chunked (``PLANTED_PAGE``, ``page_metadata``) or seen in a hit's own text. No passage of
-    such a page is an answer or backs a claim, whichever of its chunks was retrieved."""
-    return {h.doc_id for h in hits
-            if h.metadata.get(PLANTED_PAGE) is True or planted_spans(h.text)}
 
 
 def evidence(text: str) -> str:

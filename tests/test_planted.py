@@ -20,11 +20,11 @@ from ragbook.injection import (
     evidence,
     instruction_like,
     normalise,
-    page_metadata,
     planted_sentences,
     planted_spans,
 )
 from ragbook.pipeline import Pipeline
+from ragbook.planted_pages import page_metadata
 from ragbook.readers import GenerativeReader, support
 from ragbook.result import ESCALATIONS
 from ragbook.text import sentence_spans

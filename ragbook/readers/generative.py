@@ -14,8 +14,9 @@ import numpy as np
 
 from ..checks import check_k
 from ..component import Component
-from ..injection import planted_pages, planted_sentences
+from ..injection import planted_sentences
 from ..llm import default_llm_identity, get_llm
+from ..planted_pages import planted_pages
 from ..streaming import Streamed, stream_reply
 from ..text import sentences
 from ..types import Answer, Hit
