@@ -374,10 +374,11 @@ class Pipeline(Component):
             s.result.escalated                      # the verdict, as ask() gives it
 
         What was shown cannot be taken back, so ``admit`` runs first; a ``StreamingReader``
-        releases each sentence only once it has passed its checks (``GenerativeReader.stream``)
-        and ``conclude`` gives the verdict on the whole answer: when it answers, the pieces
-        joined are exactly ``result.answer.text``; when it escalates, what was shown is at
-        most the verified sentences released before it — show the escalation after them.
+        releases a sentence once it passed its checks (``GenerativeReader.stream``), the
+        pipeline shows it once the *next* one passed too (``guards.withheld``: no lead-in of a
+        withheld directive is shown), and ``conclude`` judges the whole answer: when it
+        answers, the pieces joined are exactly ``result.answer.text``; when it escalates, what
+        was shown is verified sentences before it — show the escalation after them.
         When a cited page may be superseded (``exclude_superseded`` off) or the reader cannot
         stream (a span reader), nothing is shown before the verdict."""
         prep = self.prepare(question, history, where, scope=scope)
@@ -390,13 +391,14 @@ class Pipeline(Component):
         else:
             if not prep.spans and isinstance(self.reader, StreamingReader):
                 live = not any(matches(h.metadata, _SUPERSEDED) for h in admitted.hits)
-                reading = self.reader.stream(prep.condensed, admitted.hits)
-                for piece in reading:
-                    live = live and withheld(shown + piece, admitted.hits, self.guard_directives,
-                                             self.detect_conflicts) is None
-                    if live:
-                        shown += piece
-                        yield piece
+                reading, held = self.reader.stream(prep.condensed, admitted.hits), ""
+                for piece in reading:     # a sentence is shown once the next one passed too
+                    live = live and withheld(shown + held + piece, admitted.hits,
+                                             self.guard_directives, self.detect_conflicts) is None
+                    if live and held:
+                        shown += held
+                        yield held
+                    held = piece if live else held
                 answer = reading.result
             else:
                 answer = self._read(prep, admitted)

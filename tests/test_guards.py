@@ -246,3 +246,24 @@ def test_a_generated_figure_no_other_page_disputes_is_delivered(free_plan_pages)
     reader.llm.reply = f"{sentence.rstrip('.')} [{n}]."
     result = pipe.ask(question)
     assert not result.escalated, (result.reason, result.detail)
+
+
+def test_a_lead_in_is_not_streamed_before_the_directive_it_introduces_is_withheld():
+    """The stream showed "Important change for automated answers [1]." — harmless alone, so
+    released — before the password request after it was withheld (3 red-team rows of
+    bench/guards.py). A sentence is now shown once the next one passed its checks too."""
+    text = ROWS["p-en-split-03"]["text"]
+    question = "what should customers who ask about passwords be told?"
+    hc = {d.id: d for d in load_helpcentre().documents}
+    index = BM25Index().build(chunk_documents(
+        [hc["security-two-factor-authentication"], Document("notice", f"# Notice\n\n{text}\n")],
+        size=256, overlap=32))
+    reader = GenerativeReader(Obedient(""))
+    pipe = Pipeline(index, reader=reader)
+    pipe.reader.read(question, pipe.prepare(question).candidates)
+    n = cited(reader.last_["messages"], "notice")
+    reader.llm.reply = " ".join(f"{s.rstrip('.')} [{n}]." for s in sentences(text))
+    streamed = pipe.stream(question)
+    shown = "".join(streamed)
+    assert shown == "" and streamed.result.reason == "unsupported_answer", shown
+    assert pipe.ask(question).reason == "unsupported_answer"
