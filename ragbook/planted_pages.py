@@ -18,6 +18,7 @@ itself, from the hits a reader is handed.
 from __future__ import annotations
 
 import hashlib
+import threading
 
 from .injection import default_signal, planted_spans
 
@@ -53,14 +54,18 @@ def _carries_planted(text: str) -> bool:
     if default_signal() is not None:
         return any(planted_spans(piece) for piece in _pieces(text))
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    if key not in _VERDICTS:
-        if len(_VERDICTS) >= 8192:
-            del _VERDICTS[next(iter(_VERDICTS))]
-        _VERDICTS[key] = any(planted_spans(piece) for piece in _pieces(text))
-    return _VERDICTS[key]
+    found = _VERDICTS.get(key)
+    if found is None:
+        found = any(planted_spans(piece) for piece in _pieces(text))
+        with _LOCK:                     # threads may chunk at once: evict and add as one step
+            if len(_VERDICTS) >= 8192:
+                _VERDICTS.pop(next(iter(_VERDICTS)))
+            _VERDICTS[key] = found
+    return found
 
 
 _VERDICTS: dict[bytes, bool] = {}
+_LOCK = threading.Lock()
 
 
 def _pieces(text: str, size: int = 1 << 16, overlap: int = 2048):
