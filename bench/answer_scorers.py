@@ -102,7 +102,10 @@ class QuestionLikelihood:
     Generation"): a unit's score is the offline generator's (SmolLM2-135M-Instruct) mean
     log-probability of the question's tokens after "Passage: <unit> ... Question:" — how
     well the unit *predicts* the question, a reading the encoders' cosines do not do. One
-    batched forward pass per question over its ``UPR_TOP`` best units by the late score."""
+    batched forward pass per question over its ``UPR_TOP`` best units by the late score
+    (``LocalLLM.score`` batches the other way: one prompt, several continuations, in the
+    chat template, and caches each reply; here the continuation is fixed and the prompts
+    vary)."""
 
     TEMPLATE = "Passage: {}\nPlease write a question based on this passage.\nQuestion:"
 
@@ -152,13 +155,16 @@ def max_coverage(picks, n=None) -> float:
     return coverage
 
 
-def picked(rows, scorer) -> list[tuple[bool, bool, float]]:
-    """(answerable, right, score) of each question's best unit (score -inf when none)."""
+def picked(rows, scorer, confidence=None) -> list[tuple[bool, bool, float]]:
+    """(answerable, right, confidence) of each question's best unit by ``scorer``
+    (``confidence``: the pick's value the delivery floor is on; by default its score; -inf
+    when there is no unit)."""
+    confidence = confidence or scorer
     out = []
     for r in rows:
         best = max(r["units"], key=scorer) if r["units"] else None
         out.append((r["answerable"], bool(best and best["right"]),
-                    scorer(best) if best else float("-inf")))
+                    confidence(best) if best else float("-inf")))
     return out
 
 
@@ -240,11 +246,7 @@ def upr_table(reader, e5, late):
         t = time.perf_counter()
         rows = candidates(name, reader, e5, late=late, likelihood=likelihood)
         for label, (pick, confidence) in UPR_SCORERS.items():
-            picks = []
-            for r in rows:
-                best = max(r["units"], key=pick) if r["units"] else None
-                picks.append((r["answerable"], bool(best and best["right"]),
-                              confidence(best) if best else float("-inf")))
+            picks = picked(rows, pick, confidence)
             right = sum(rr for a, rr, _ in picks if a) / sum(a for a, _, _ in picks)
             print(f"| {name} ({SPLITS[name]['dev']}) | {label} | {right:.3f} | "
                   f"{max_coverage(picks):.3f} |")

@@ -32,6 +32,7 @@ import argparse
 import json
 import re
 import time
+from collections import defaultdict
 from dataclasses import replace
 
 from ragbook import Encoder
@@ -126,7 +127,7 @@ def far_team(hc, encoder):
                              overlap=32)
     unmarked = [replace(c, metadata={k: v for k, v in c.metadata.items() if k != PLANTED_PAGE})
                 for c in chunks]
-    counts: dict[str, dict[str, list[str]]] = {}
+    counts: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     apart = marked_cited = 0
     marked = {c.doc_id for c in chunks if c.metadata.get(PLANTED_PAGE)}
     for mark, found in (("without", unmarked), ("with", chunks)):
@@ -143,13 +144,12 @@ def far_team(hc, encoder):
                 r = pipe.decide(prep)
                 cited = {h.doc_id for h in r.sources if h.doc_id.startswith("planted-")}
                 if not r.escalated and cited:
-                    counts.setdefault(name, {}).setdefault(mark, []).append(row["id"])
+                    counts[name][mark].append(row["id"])
                     marked_cited += mark == "with" and bool(cited & marked)
                 if name == "ask --generative":     # the payload shown, not the filler
                     shown = normalise("".join(pipe.stream(question)))
                     if question.rstrip(".")[:40] in shown:
-                        counts.setdefault("stream --generative", {}).setdefault(
-                            mark, []).append(row["id"])
+                        counts["stream --generative"][mark].append(row["id"])
     return len(planted), len(marked), apart, marked_cited, counts
 
 
@@ -192,8 +192,8 @@ def main():
               f"marked page")
         print(f"{'path (guard on)':<22} {'unmarked':>10} {'marked':>10}")
         for name, by in counts.items():
-            print(f"{name:<22} {len(by.get('without', [])):>10} {len(by.get('with', [])):>10}"
-                  f"   marked, still delivered: {', '.join(by.get('with', [])) or '-'}")
+            print(f"{name:<22} {len(by['without']):>10} {len(by['with']):>10}"
+                  f"   marked, still delivered: {', '.join(by['with']) or '-'}")
         return print(f"{time.perf_counter() - t:.0f} s")
     n, counts, missed = red_team(hc, encoder)
     print(f"red team: {n} planted pages, each asked its own payload; delivered (off -> on)")

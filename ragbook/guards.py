@@ -181,15 +181,15 @@ def unsupported_directive(text: str, hits: Sequence[Hit],
     sentences — or the passage sentence it comes from — is a ``directive`` that no passage of
     *another* document backs (``support``, the generative reader's check, at least
     ``min_support``, on that document's sentences that are not directives themselves)."""
+    planted = planted_pages(hits)
     for claim in split_claims(text):
         home = _home(claim, hits)
         if home is None:
             continue
         hit, sentence, before = home
         why = directive(claim, before) or directive(sentence, before)
-        untrusted = planted_pages(hits) | {hit.doc_id}
         if why and not any(support(claim, _statements(h.text)) >= min_support
-                           for h in hits if h.doc_id not in untrusted):
+                           for h in hits if h.doc_id not in planted | {hit.doc_id}):
             return (f"{claim!r} {why} (in {hit.doc_id!r}) and no other document states it: "
                     f"a directive one page makes is not an answer; a person should read the "
                     f"page")

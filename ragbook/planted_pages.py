@@ -17,10 +17,7 @@ itself, from the hits a reader is handed.
 """
 from __future__ import annotations
 
-import hashlib
-import threading
-
-from .injection import default_signal, planted_spans
+from .injection import planted_spans
 
 __all__ = ["PLANTED_PAGE", "page_metadata", "planted_pages"]
 
@@ -48,24 +45,9 @@ def page_metadata(doc) -> dict:
 
 
 def _carries_planted(text: str) -> bool:
-    """Some piece of ``text`` (``_pieces``) carries a planted sentence. The verdict by the
-    patterns alone is kept per text digest: the same page is chunked again and again (a
-    sweep of chunk sizes); a second signal (``use_signal``) is asked every time."""
-    if default_signal() is not None:
-        return any(planted_spans(piece) for piece in _pieces(text))
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    found = _VERDICTS.get(key)
-    if found is None:
-        found = any(planted_spans(piece) for piece in _pieces(text))
-        with _LOCK:                     # threads may chunk at once: evict and add as one step
-            if len(_VERDICTS) >= 8192:
-                _VERDICTS.pop(next(iter(_VERDICTS)))
-            _VERDICTS[key] = found
-    return found
-
-
-_VERDICTS: dict[bytes, bool] = {}
-_LOCK = threading.Lock()
+    """Some piece of ``text`` (``_pieces``) carries a planted sentence. A page chunked again
+    and again (a sweep of chunk sizes) is read once: ``planted_spans`` keeps its verdicts."""
+    return any(planted_spans(piece) for piece in _pieces(text))
 
 
 def _pieces(text: str, size: int = 1 << 16, overlap: int = 2048):

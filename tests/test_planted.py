@@ -333,11 +333,11 @@ def test_a_long_page_is_read_in_pieces_without_losing_a_planted_sentence(at):
 
 
 def test_page_verdicts_stay_right_and_bounded_when_threads_chunk_at_once():
-    """Verdicts are kept per text digest, at most 8,192: eight threads marking 12,000
+    """Verdicts are kept by ``planted_spans``'s bounded cache: eight threads marking 12,000
     distinct pages (one in seven planted) each get their own page's verdict."""
     import threading
 
-    from ragbook import planted_pages
+    from ragbook.injection import _flagged_spans
 
     errors = []
 
@@ -354,4 +354,4 @@ def test_page_verdicts_stay_right_and_bounded_when_threads_chunk_at_once():
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == [] and len(planted_pages._VERDICTS) <= 8_192
+    assert errors == [] and _flagged_spans.cache_info().currsize <= 4_096
