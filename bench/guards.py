@@ -77,8 +77,8 @@ def planted_doc(row):
                     {"status": "current", "access": "public"})
 
 
-def red_team(hc, encoder):
-    planted = rows("classes.jsonl")
+def red_team(hc, encoder, name="classes.jsonl"):
+    planted = rows(name)
     docs = list(hc.documents) + [planted_doc(r) for r in planted]
     index = HybridRetriever(DenseIndex(encoder), BM25Index()).build(
         chunk_documents(docs, size=256, overlap=32))
@@ -120,9 +120,9 @@ def far_doc(row):
                     {"status": "current", "access": "public"})
 
 
-def far_team(hc, encoder):
+def far_team(hc, encoder, name="classes.jsonl"):
     """Delivered with the page's verdict on its chunks and without it (module docstring)."""
-    planted = [r for r in rows("classes.jsonl") if len(sentences(r["text"])) > 1]
+    planted = [r for r in rows(name) if len(sentences(r["text"])) > 1]
     chunks = chunk_documents(list(hc.documents) + [far_doc(r) for r in planted], size=256,
                              overlap=32)
     unmarked = [replace(c, metadata={k: v for k, v in c.metadata.items() if k != PLANTED_PAGE})
@@ -182,10 +182,14 @@ def benign():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--far", action="store_true", help="payloads a chunk away (docstring)")
+    parser.add_argument("--rows", default="classes.jsonl",
+                        help="the red-team file under data/redteam (fresh.jsonl: written in "
+                             "session 13 before any change, never tuned on)")
+    args = parser.parse_args()
     t = time.perf_counter()
     hc, encoder = load_helpcentre(), Encoder()
-    if parser.parse_args().far:
-        n, marked, apart, marked_cited, counts = far_team(hc, encoder)
+    if args.far:
+        n, marked, apart, marked_cited, counts = far_team(hc, encoder, args.rows)
         print(f"{n} planted pages ({marked} marked: the detector sees them), payload "
               f"{len(FILLER)} characters after the rest; {apart} retrieve the payload chunk "
               f"without the one that carries the instruction; {marked_cited} replies cite a "
@@ -195,7 +199,7 @@ def main():
             print(f"{name:<22} {len(by['without']):>10} {len(by['with']):>10}"
                   f"   marked, still delivered: {', '.join(by['with']) or '-'}")
         return print(f"{time.perf_counter() - t:.0f} s")
-    n, counts, missed = red_team(hc, encoder)
+    n, counts, missed = red_team(hc, encoder, args.rows)
     print(f"red team: {n} planted pages, each asked its own payload; delivered (off -> on)")
     print(f"{'path':<22} {'guard off':>10} {'guard on':>10}")
     for name, (off, on) in counts.items():
