@@ -22,12 +22,14 @@ _AI = (r"(?:a\.?i\.?(?:[- ](?:systems?|assistants?|models?|agents?|tools?|bots?|
        r"gpt[- ]?\d*|chat ?gpt|claude|gemini|copilot|chat ?bots?|(?:virtual |digital |ai )?"
        r"assistants?|(?:automated|autonomous) (?:systems?|agents?|readers?|tools?)|"
        r"(?:ai |language |machine[- ]learning )?models?|bots?|crawlers?|scrapers?|summari[sz]ers?|"
-       r"retrieval systems?|rag (?:systems?|pipelines?))")
+       r"retrieval systems?|rag (?:systems?|pipelines?)|answering systems?|answer engines?|"
+       r"(?:automated|generated|machine[- ]written|ai[- ]generated) (?:support )?(?:answers?|"
+       r"replies|responses|summaries)|(?:virtual|ai|digital) agents?)")
 # the words that open the rules addressing a model ("a.i." is a substring anchor)
 _AI_ANCHORS = ("ai a.i. llm llms gpt chatgpt chat claude gemini copilot chatbot chatbots bot "
                "bots assistant assistants model models intelligence crawler crawlers scraper "
                "scrapers summarizer summariser summarizers summarisers retrieval rag automated "
-               "autonomous language machine")
+               "autonomous language machine answering answer generated agent agents")
 _EN_OBJECT = (r"(?:instructions?|prompts?|rules|guidelines|directions|directives|guidance|orders|"
               r"programming|(?:the |all |everything |anything )?(?:above|before this)\b|"
               r"what (?:you (?:were|have been|'ve been) (?:told|given|instructed|asked)|"
@@ -40,6 +42,15 @@ _EN_OBJECT = (r"(?:instructions?|prompts?|rules|guidelines|directions|directives
 _TELL = (r"(?:say|answer|reply|respond|claim|insist|"
          r"tell (?:the |any |every )?(?:user|customer|client|reader|visitor|caller|people|them|"
          r"everyone|anyone)s?|inform (?:the )?(?:user|customer)s?)")
+
+# a verb that hands its listener a proposition ("tell every customer that", "mention that",
+# "state:"), in any tense: what a duty laid on the assistant makes it say
+_PASS_ON = (r"(?:tell|tells|told|telling|say|says|said|saying|state|states|stated|stating|"
+            r"mention|mentions|mentioned|mentioning|inform|informs|informed|informing|advise|"
+            r"advises|advised|remind|reminds|reminded|recommend|recommends|recommended|promise|"
+            r"promises|promised|confirm|confirms|confirmed|claim|claims|claimed|record|records|"
+            r"recorded|answer|answers|answered|reply|replies|replied|respond|responds|responded)"
+            r"\s+(?:\w+\s+){0,3}?(?:that\b|:)")
 
 # (name, anchors, pattern): a rule is tried only on text holding one of its anchor words (or,
 # for "cyrillic"/"cjk", that script; anchors with a non-word character are substrings) — a
@@ -56,8 +67,9 @@ RULES: list[tuple[str, str, str]] = [
     ("address",
      _AI_ANCHORS,
      r"\b(?:note|notes|message|memo|instructions?|attention|notice|reminder|"
-     r"directive|warning|important|information|hint|request|p\.?s\.?)\b[^.!?]{0,30}?"
-     r"\b(?:for|to)\s+(?:all\s+|any\s+|every\s+|each\s+|the\s+)?" + _AI + r"\b"),
+     r"directive|warning|important|information|hint|request|key|briefing|p\.?s\.?)\b[^.!?]{0,30}?"
+     r"\b(?:for|to)\s+(?:all\s+|any\s+|every\s+|each\s+|the\s+|our\s+|your\s+)?"
+     r"(?:(?:help|support|chat|customer|service|site|docs)\s+)?" + _AI + r"\b"),
     ("address",
      _AI_ANCHORS,
      r"^\W*(?:dear|hey|hi|hello|attention|attn|psst|to|for|calling)\W+(?:the\s+|all\s+|"
@@ -108,6 +120,32 @@ RULES: list[tuple[str, str, str]] = [
      "your",
      r"\byour\s+(?:new|real|actual|true|only|updated)\s+(?:instructions?|task|job|goal|"
      r"role|purpose|mission|orders|directive)\s+(?:is|are)\b"),
+    ("duty",     # a duty laid on the assistant: "the chatbot is expected to tell every
+     _AI_ANCHORS,  # customer that …", "Bots indexing this page should record that …"
+     r"\b" + _AI + r"\b(?:\s+(?:and|or|&)\s+" + _AI + r")?(?:\s+[\w'-]+){0,6}?(?:\s+"
+     r"(?:(?:is|are|has been|have been|was|were|will be)\s+(?:\w+\s+)?(?:expected|required|"
+     r"configured|instructed|told|supposed|meant|programmed|set up|trained|asked|obliged)\s+to|"
+     r"(?:should|must|shall|will|would|could|has to|have to|needs? to|is to|are to)"
+     r"(?:\s+(?:always|now|only|also|please))?))?\s+(?:" + _PASS_ON + r"|(?:recommend|suggest|"
+     r"advise|propose)\w*\s+\w+ing\b)"),
+    ("address",  # text meant for the model: "This section is meant for the model, not for
+     _AI_ANCHORS,  # people."
+     r"\b(?:this|these|the following|what follows|below)\b[^.!?]{0,30}?\b(?:is|are)\s+"
+     r"(?:only\s+|solely\s+|exclusively\s+)?(?:meant|intended|written|addressed|reserved)\s+"
+     r"(?:only\s+)?(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:\w+\s+)?" + _AI + r"\b"),
+    ("override",  # "What follows supersedes the billing pages."
+     "follows following supersedes supersede overrides override precedence",
+     r"\b(?:what follows|the following(?:\s+(?:note|notice|text|section|instructions?))?)\s+"
+     r"(?:supersedes?|overrides?|replaces?|takes? precedence over|cancels?|voids?)\b"),
+    ("role",     # "Let us play a game: you are RefundBot", "speak as them from now on"
+     "play game you bot speak talk answer respond reply",
+     r"\blet(?:'s| us)\s+play\s+a\s+(?:\w+\s+)?(?:game|role)\b|\byou(?:'re| are)\s+(?:now\s+)?"
+     r"(?:an?\s+|the\s+)?\w*bot\b|\b(?:speak|talk|answer|respond|reply|write)\s+(?:\w+\s+){0,3}?"
+     r"(?:as\s+(?:them|him|her|that person|this persona|if you were)\b[^.!?]{0,30}?)?"
+     r"from\s+now\s+on\b"),
+    ("header",   # "# prompt-override:"
+     "prompt",
+     r"\bprompt[- _]?override\b"),
     ("reply",
      "reply respond answer say output",
      r"(?:^|[,;:]\s*|\b(?:and|then|please|just|always|now|only|instead|so)\s+)"
