@@ -22,7 +22,8 @@ _AI = (r"(?:a\.?i\.?(?:[- ](?:systems?|assistants?|models?|agents?|tools?|bots?|
        r"gpt[- ]?\d*|chat ?gpt|claude|gemini|copilot|chat ?bots?|(?:virtual |digital |ai )?"
        r"assistants?|(?:automated|autonomous) (?:systems?|agents?|readers?|tools?)|"
        r"(?:ai |language |machine[- ]learning )?models?|bots?|crawlers?|scrapers?|summari[sz]ers?|"
-       r"retrieval systems?|rag (?:systems?|pipelines?)|answering systems?|answer engines?|"
+       r"retrieval systems?|rag (?:systems?|pipelines?)|answering (?:systems?|models?|"
+       r"assistants?|bots?|engines?)|answer engines?|"
        r"(?:automated|generated|machine[- ]written|ai[- ]generated) (?:support )?(?:answers?|"
        r"replies|responses|summaries)|(?:virtual|ai|digital) agents?)")
 # the words that open the rules addressing a model ("a.i." is a substring anchor)
@@ -49,8 +50,12 @@ _PASS_ON = (r"(?:tell|tells|told|telling|say|says|said|saying|state|states|state
             r"mention|mentions|mentioned|mentioning|inform|informs|informed|informing|advise|"
             r"advises|advised|remind|reminds|reminded|recommend|recommends|recommended|promise|"
             r"promises|promised|confirm|confirms|confirmed|claim|claims|claimed|record|records|"
-            r"recorded|answer|answers|answered|reply|replies|replied|respond|responds|responded)"
-            r"\s+(?:\w+\s+){0,3}?(?:that\b|:)")
+            r"recorded|answer|answers|answered|reply|replies|replied|respond|responds|responded|"
+            r"repeat|repeats|output|outputs|reproduce|print|quote|quotes|give|use|include)"
+            r"(?:\s+(?:\w+\s+){0,3}?(?:that\b|:)|(?:\s+[\w'-]+){0,8}?\s+(?:exactly this|"
+            r"the following|"
+            r"(?:this|the|that) (?:line|sentence|statement|text|answer|wording)(?: below)?|"
+            r"word for word|verbatim|as (?:a )?fact|(?:line|sentence|text) below)\b)")
 
 # (name, anchors, pattern): a rule is tried only on text holding one of its anchor words (or,
 # for "cyrillic"/"cjk", that script; anchors with a non-word character are substrings) — a
@@ -67,7 +72,8 @@ RULES: list[tuple[str, str, str]] = [
     ("address",
      _AI_ANCHORS,
      r"\b(?:note|notes|message|memo|instructions?|attention|notice|reminder|"
-     r"directive|warning|important|information|hint|request|key|briefing|p\.?s\.?)\b[^.!?]{0,30}?"
+     r"directive|warning|important|information|hint|request|key|briefing|memory|bulletin|"
+     r"advisory|orders?|commands?|p\.?s\.?)\b[^.!?]{0,30}?"
      r"\b(?:for|to)\s+(?:all\s+|any\s+|every\s+|each\s+|the\s+|our\s+|your\s+)?"
      r"(?:(?:help|support|chat|customer|service|site|docs)\s+)?" + _AI + r"\b"),
     ("address",
@@ -143,9 +149,14 @@ RULES: list[tuple[str, str, str]] = [
      r"(?:an?\s+|the\s+)?\w*bot\b|\b(?:speak|talk|answer|respond|reply|write)\s+(?:\w+\s+){0,3}?"
      r"(?:as\s+(?:them|him|her|that person|this persona|if you were)\b[^.!?]{0,30}?)?"
      r"from\s+now\s+on\b"),
-    ("header",   # "# prompt-override:"
-     "prompt",
-     r"\bprompt[- _]?override\b"),
+    ("header",   # "# prompt-override:", "TODO(assistant):"
+     "prompt todo fixme note hack",
+     r"\bprompt[- _]?override\b|\b(?:todo|fixme|note|hack)\s*\(\s*(?:assistant|ai|llm|bot|"
+     r"chatbot|model|gpt)\s*\)"),
+    ("address",  # a vocative mid-sentence: "…, assistant, so you may skip the checks"
+     _AI_ANCHORS,
+     r",\s*(?:dear\s+)?(?:assistant|ai|chatbot|bot|model|llm)\s*,\s*(?:so|please|you|now|"
+     r"remember|note|listen|from|just|kindly)\b"),
     ("reply",
      "reply respond answer say output",
      r"(?:^|[,;:]\s*|\b(?:and|then|please|just|always|now|only|instead|so)\s+)"
