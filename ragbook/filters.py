@@ -20,7 +20,8 @@ What the conditions *mean* is fixed here, so that an access scope built from the
   clearance check it should fail, so ``{'level': {'$lte': '3'}}`` is refused (write ``3``)
   and a stored ``'10'`` fails ``<= 3``.
 * **A scope must constrain something** (``scoped``): ``{'$and': []}`` — what a caller builds
-  for a user with no groups — is refused instead of granting everything.
+  for a user with no groups — and ``{'access': {'$nin': []}}`` — an empty deny-list, for a
+  user with nothing denied — are refused instead of granting everything.
 
 >>> validate_where({"status": "current", "updated": {"$gte": "2025-01-01"}})
 {'status': 'current', 'updated': {'$gte': '2025-01-01'}}
@@ -59,7 +60,9 @@ def _check_scalar(v: Any, where: str) -> None:
                          f"by equality only)")
     if not isinstance(v, _SCALARS) or isinstance(v, np.generic):
         hint = (" (store dates as ISO strings like '2025-06-01': they compare correctly)"
-                if hasattr(v, "isoformat") else "")
+                if hasattr(v, "isoformat") else
+                " (a numpy scalar: convert it with float(), int(), bool() or .item())"
+                if isinstance(v, np.generic) else "")
         raise TypeError(f"{where} is a {type(v).__name__} ({v!r:.40}); metadata values must be "
                         f"str, int, float, bool, None, or a list/tuple of those{hint}")
 
@@ -160,6 +163,8 @@ def _check_op(key: str, op: Any, arg: Any) -> None:
         for a in arg:
             _check_scalar(a, f"a value in where[{key!r}][{op!r}]")
     elif op in _RANGES:
+        if isinstance(arg, np.generic):  # refused as for $eq: np.float64 is a float, but a
+            _check_scalar(arg, f"where[{key!r}][{op!r}]")  # store writes "np.float64(3.0)"
         if isinstance(arg, str) and _as_date(arg) is None:
             fix = (f"write {arg.strip()}" if _NUMBER.fullmatch(arg.strip())
                    else "write a number, or a date as '2025-06-01'")
@@ -309,6 +314,13 @@ def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
     return {key for key, _ in _conditions(validate_where(where))}
 
 
+def _denies_nothing(cond: Any) -> bool:
+    """Is a scope condition only empty deny-lists (``{'$nin': []}``)? It then requires no more
+    than the key's presence: in a scope, a restriction that is none."""
+    return isinstance(cond, Mapping) and all(op == "$nin" and not len(arg)
+                                             for op, arg in cond.items())
+
+
 def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> dict | None:
     """The filter a search runs for a caller's ``where`` inside an application's ``scope``:
     ``{"$and": [scope, where]}``. The scope comes from the application (who the user is),
@@ -317,7 +329,9 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
     the scope even when a condition alone would let a missing key through (``$ne``, ``$nin``):
     such keys must also be present (``{"$ne": None}``). ``scope=None`` means no scope; a
     scope that constrains nothing (``{}``, ``{"$and": []}``) is refused: it would look like a
-    restriction and be none.
+    restriction and be none, and so is one made only of empty deny-lists
+    (``{'access': {'$nin': []}}``: every item with the key passes). An empty allow-list
+    (``{'access': []}``) is kept: it is the scope no item passes.
 
     >>> scoped({"plan": "pro"}, {"access": {"$nin": ["internal"]}})
     {'$and': [{'access': {'$nin': ['internal']}}, {'access': {'$ne': None}}, {'plan': 'pro'}]}
@@ -334,6 +348,12 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
                          f"item: a user with no groups needs a scope no item passes (e.g. "
                          f"{{'access': {{'$in': []}}}}) or no search at all; scope=None is how "
                          f"to say 'no scope'")
+    if all(_denies_nothing(cond) for _, cond in _conditions(scope)):
+        raise ValueError(f"scope {scope!r:.80} constrains nothing: an empty deny-list "
+                         f"({{'$nin': []}}, what a caller builds for a user with nothing "
+                         f"denied) would grant every item that has the key; scope by what the "
+                         f"user may see (e.g. {{'access': ['public', 'internal']}}), or pass "
+                         f"scope=None to say 'no scope'")
     present = {key: {"$ne": None} for key, cond in _conditions(scope)
                if matches({}, {key: cond})}
     parts = [scope, *([present] if present else []), *([where] if where else [])]

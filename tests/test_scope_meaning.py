@@ -13,6 +13,7 @@ import logging
 import random
 from datetime import datetime
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from ragbook import BM25Index, DenseIndex, Encoder, HybridRetriever
 from ragbook.cache import CachedRetriever
 from ragbook.filters import matches, scoped, validate_where
-from ragbook.stores import FaissStore, MilvusStore
+from ragbook.stores import FaissStore, MilvusStore, milvus_filter
 from ragbook.types import Document
 
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
@@ -117,6 +118,32 @@ def test_a_scope_that_constrains_nothing_is_refused(vacuous):
     with pytest.raises(ValueError, match="constrains nothing.*scope=None"):
         scoped({"status": "current"}, vacuous)
     assert scoped({"status": "current"}, None) == {"status": "current"}   # no scope: explicit
+
+
+@pytest.mark.parametrize("vacuous", [{"access": {"$nin": []}}, {"access": {"$nin": ()}},
+                                     {"$and": [{"access": {"$nin": []}}]}])
+def test_a_scope_of_only_an_empty_deny_list_is_refused(vacuous):
+    """{'access': {'$nin': []}} — a user with nothing denied — granted every item with the
+    key; an empty deny-list beside a real condition, and an empty allow-list, stay."""
+    with pytest.raises(ValueError, match=r"empty deny-list.*scope by what the user may see"):
+        scoped(None, vacuous)
+    assert not matches({"access": "internal"}, scoped(None, {"access": {"$in": []}}))
+    kept = scoped(None, {"tenant": "a", "access": {"$nin": []}})
+    assert matches({"tenant": "a", "access": "x"}, kept)
+    assert not matches({"tenant": "b", "access": "x"}, kept)
+
+
+@pytest.mark.parametrize("bound", [np.float64(3), np.int64(3), np.float32(2.5)])
+@pytest.mark.parametrize("op", list(RANGES))
+def test_a_numpy_range_bound_is_refused_as_a_numpy_equality_is(op, bound):
+    """np.float64 is a float, so it passed as a range bound, and milvus_filter wrote it as
+    'np.float64(3.0)', which Milvus cannot parse; refused like $eq, with the fix."""
+    for where in ({"level": {op: bound}}, {"level": bound}):
+        with pytest.raises(TypeError, match=r"numpy scalar: convert it with float\(\)"):
+            validate_where(where)
+    with pytest.raises(TypeError, match="numpy"):
+        milvus_filter({"level": {op: bound}})
+    assert milvus_filter({"level": {op: float(bound)}}).endswith(f" {float(bound)!r}")
 
 
 def test_a_deny_list_drops_an_item_with_any_denied_value():

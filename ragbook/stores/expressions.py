@@ -34,6 +34,8 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..filters import date_key, translate_where
 
 __all__ = ["milvus_filter", "ids_filter", "any_of", "MATCH_NOTHING"]
@@ -56,6 +58,11 @@ def _string(value: str, what: str) -> str:
 
 
 def _literal(value: Any, what: str) -> str:
+    """``value`` as a Milvus literal; a numpy scalar is refused (``validate_where`` refuses it
+    first): ``repr(np.float64(3))`` is ``np.float64(3.0)``, which Milvus cannot parse."""
+    if isinstance(value, np.generic):
+        raise TypeError(f"{what} = {value!r:.40} is a numpy {type(value).__name__}; convert it "
+                        f"with float(), int() or .item() before filtering on it")
     if isinstance(value, str):
         return _string(value, what)
     if isinstance(value, bool):
