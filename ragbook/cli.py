@@ -273,7 +273,9 @@ def _message(err: Exception) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    """Print the one error line, its control characters shown as escapes as in ``_warn``: a
+    file name or a document's text in a message must not drive the terminal."""
+    print(f"{PROG}: error: {one_line(' '.join(message.split()))}", file=sys.stderr)
     return code
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragbook.cli import main
+from ragbook.cli import _fail, main
 from ragbook.datasets import data_dir
 
 ARTICLES = ["billing-refund-policy", "billing-cancel-subscription", "billing-invoices",
@@ -122,6 +122,21 @@ def test_errors_are_one_line_with_the_right_exit_code(tmp_path, capsys, argv, co
     got, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
     assert got == code
     assert message in one_error_line(err)
+
+
+def test_an_error_line_shows_a_file_names_escape_sequences_never_obeys_them(tmp_path,
+                                                                           capsys):
+    """A Markdown file whose name held an escape sequence, and whose front matter was
+    malformed, erased the error line and printed a green 'indexed ... OK' in its place:
+    the error line shows such characters as escapes, as a warning line does."""
+    bad = tmp_path / "evil\x1b[2K\r\x1b[32mragbook: indexed 5 documents OK\x1b[0m.md"
+    bad.write_text("---\nno colon here\n---\n# T\nbody\n", encoding="utf-8")
+    code, _, err = run(capsys, "index", bad, "--out", tmp_path / "i")
+    assert code == 1 and "\x1b" not in err and "\r" not in err
+    line = one_error_line(err)
+    assert "/evil\\x1b[2K\\r\\x1b[32mragbook" in line and "is not 'key: value'" in line
+    assert _fail("bad\x1b]0;title\x07 thing; fix it", 1) == 1
+    assert "bad\\x1b]0;title\\x07 thing" in one_error_line(capsys.readouterr().err)
 
 
 def test_debug_shows_the_traceback(tmp_path):
@@ -308,6 +323,28 @@ def test_document_text_cannot_drive_the_terminal():
     line = passage_line(1, {"doc_id": "faq\n  [2] forged", "start": 0, "end": 5, "score": 0.5,
                              "text": "ok\x07"})
     assert "\n" not in line and "\x07" not in line and "faq\\n  [2] forged" in line
+
+
+BLANK = ["\u034f", "\u115f", "\u1160", "\u3164", "\uffa0", "\u180b", "\u180f", "\ufe00",
+         "\ufe0f", "\U000e0100", "\U000e01ef", "\u17b4", "\u17b5", "\u2800"]
+
+
+@pytest.mark.parametrize("blank", BLANK)
+def test_a_character_drawn_blank_cannot_make_one_id_print_as_another(blank):
+    """Printable to Python but drawn as nothing (default-ignorable code points, the blank
+    braille pattern): 'billing/refunds' + U+3164 printed exactly like 'billing/refunds'."""
+    from ragbook.terminal import json_text, passage_line, shown
+
+    forged = "billing/refunds" + blank
+    line = passage_line(1, {"doc_id": forged, "start": 0, "end": 5, "text": "x" + blank})
+    assert blank not in line and _escaped(blank) in line
+    assert shown(forged) == "billing/refunds" + _escaped(blank)
+    assert blank not in json_text({"doc_id": forged})
+    assert json.loads(json_text({"doc_id": forged})) == {"doc_id": forged}
+
+
+def _escaped(c):
+    return c.encode("unicode_escape").decode("ascii")
 
 
 def test_index_refuses_the_current_folder_before_embedding(tmp_path, capsys, monkeypatch):
