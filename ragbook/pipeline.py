@@ -301,7 +301,7 @@ class Pipeline(Component):
             return self._escalated(prep, t, "reader_abstained", detail)
         if answer.reason is not None:     # text, but its reader's own check failed it
             return self._escalated(prep, t, "unsupported_answer", "the reader's check failed "
-                                   f"its answer: {answer.reason}", {"verdict": answer.reason})
+                                   f"its answer: {answer.reason}", telemetry.verdict(answer.reason))
         why = withheld(answer.text, admitted.hits, self.guard_directives,
                        self.detect_conflicts and not prep.spans)
         if why is not None:

@@ -13,9 +13,10 @@ question, whether it escalated and why, and the answer's sources and scores.
 **Nothing a user typed leaves by default.** A question can hold a pasted API key, a scope the
 user's e-mail, a passage anything at all; a trace backend is read by more people than the
 application. So by default the spans carry ids, counts, timings, scores, numbers and the
-enumerated labels (the escalation reason, a reader's verdict) — and for every text or
-structured value (the question, the condensed question, a stage's ``where`` and ``scope``,
-the condenser's input and output, an escalation's detail, conflicting statements) only its
+labels the package itself emits (``LABEL_VALUES``: the escalation reason, a reader's verdict;
+a custom reader's own reason is text) — and for every text or structured value (the
+question, the condensed question, a stage's ``where`` and ``scope``, the condenser's input
+and output, an escalation's detail, conflicting statements) only its
 length and a keyed hash (``<key>.hmac``, an HMAC-SHA256 prefix): equal values can still be
 matched across spans, and the value cannot be read back — not even by hashing guesses, which
 a plain hash would allow for an e-mail or a 4-digit PIN in 10,000 tries. The key is
@@ -48,11 +49,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["emit", "stage_attributes", "hash_key", "LABELS"]
+from .result import ESCALATIONS
+
+__all__ = ["emit", "stage_attributes", "hash_key", "verdict", "LABELS", "LABEL_VALUES"]
 
 _PRIMITIVE = (str, bool, int, float)
-#: Detail keys whose string values are labels from a fixed vocabulary, safe to send as is.
-LABELS = frozenset({"escalated", "verdict"})
+#: Detail keys whose string values are labels from a fixed vocabulary (``LABEL_VALUES``).
+LABELS = frozenset({"escalated", "verdict", "reason"})
+#: Every label the package writes under those keys: the escalation reasons, the readers' own
+#: reasons, the guards' verdict and ``verdict``'s "other". Only these are sent as they are:
+#: a custom reader's reason (an LLM's verdict, which may quote the question) is text.
+LABEL_VALUES = frozenset({*ESCALATIONS, "not_in_context", "unsupported", "uncited",
+                          "invalid_citation", "unsupported_directive", "other"})
 
 
 def _text_allowed(text: bool | None) -> bool:
@@ -67,11 +75,21 @@ def hash_key() -> bytes:
     return os.environ.get("RAGBOOK_TELEMETRY_KEY", "").encode("utf-8") or _PROCESS_KEY
 
 
+def verdict(reason: str | None) -> dict[str, str]:
+    """The ``decide`` stage's detail for a reader whose own check failed its answer:
+    ``{"verdict": reason}`` when ``reason`` is one of ``LABEL_VALUES``, else ``{"verdict":
+    "other"}`` — a custom reader's free-text reason stays in the result's ``detail`` (which
+    spans carry only hashed), never in a field read as a label."""
+    return {"verdict": reason if reason in LABEL_VALUES else "other"}
+
+
 def _redacted(key: str, value: Any) -> dict[str, Any]:
-    """``{key: value}`` when the value is a number, a bool or a label; else its length and
-    a keyed hash of its canonical JSON (``key.hmac``, ``key.chars``; module docstring)."""
+    """``{key: value}`` when the value is a number, a bool, or under a ``LABELS`` key one of
+    ``LABEL_VALUES``; else its length and a keyed hash of its canonical JSON (``key.hmac``,
+    ``key.chars``; module docstring): a label key holding free text is hashed like text."""
     if isinstance(value, (bool, int, float)) or (key.rsplit(".", 1)[-1] in LABELS
-                                                  and isinstance(value, str)):
+                                                  and isinstance(value, str)
+                                                  and value in LABEL_VALUES):
         return {key: value}
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float))
                                                 for v in value):
@@ -134,7 +152,7 @@ def _question_attributes(result, text: bool | None = None) -> dict[str, Any]:
            "ragbook.stages": len(result.trace)}
     said = {"ragbook.question": result.question, "ragbook.condensed": result.condensed}
     if result.reason is not None:
-        out["ragbook.reason"] = result.reason
+        out.update(_redacted("ragbook.reason", result.reason))
         said["ragbook.detail"] = result.detail
     for key, value in said.items():
         out.update({key: value} if _text_allowed(text) else _redacted(key, value))

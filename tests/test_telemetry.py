@@ -169,3 +169,39 @@ def test_no_question_text_key_or_scope_value_in_any_span_by_default(
     pipeline.ask(question, history=history, scope=scope)
     opted = every_attribute(exporter.get_finished_spans())
     assert SECRET_KEY in opted and EMAIL in opted
+
+
+class _ReasonedReader:
+    """A custom reader whose own check fails its answer with a reason that quotes the
+    question (an LLM judge's verdict, say)."""
+
+    def read(self, question, hits):
+        from ragbook.types import Answer
+
+        return Answer("refunds", (hits[0].id,), (1.0,), reason=f"unsupported: {question}")
+
+
+def test_a_label_key_holding_free_text_is_hashed_like_text(exporter, monkeypatch):
+    """'verdict' and 'reason' were sent as they were, whatever they held: a custom reader's
+    reason carried the question (and its pasted key) into the decide span. Only the labels
+    the package emits pass; any other string under a label key is hashed."""
+    from ragbook import BM25Index
+    from ragbook.types import Document
+
+    monkeypatch.delenv("RAGBOOK_TELEMETRY_TEXT", raising=False)
+    docs = [Document(f"d{i}", f"refund policy number {i}") for i in range(3)]
+    pipeline = Pipeline(BM25Index().build(docs), reader=_ReasonedReader())
+    exporter.clear()
+    result = pipeline.ask(f"refund policy {SECRET_KEY}")
+    assert result.reason == "unsupported_answer" and SECRET_KEY in result.detail
+    assert result.trace[-1].detail == {"escalated": "unsupported_answer", "verdict": "other"}
+    seen = every_attribute(exporter.get_finished_spans())
+    assert SECRET_KEY not in seen and '"ragbook.detail.verdict": "other"' in seen
+    assert telemetry._redacted("ragbook.reason", "low_confidence") == {
+        "ragbook.reason": "low_confidence"}
+    free = telemetry.stage_attributes(Stage("decide", 0.1, (), (), {
+        "verdict": f"unsupported: {SECRET_KEY}", "escalated": ["x"],
+        "reason": "unsupported_directive"}))
+    assert SECRET_KEY not in json.dumps(free) and "ragbook.detail.verdict.hmac" in free
+    assert "ragbook.detail.escalated.hmac" in free
+    assert free["ragbook.detail.reason"] == "unsupported_directive"
