@@ -49,8 +49,20 @@ def join_blocks(blocks: list[str]) -> str:
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
 _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([-\w.:]+)", re.I)
+# The encodings of the WHATWG Encoding Standard, by the name of Python's codec for a label,
+# each mapped to the codec a browser decodes with: a declared UTF-16 means UTF-8 (bytes that
+# declare themselves are not UTF-16), Latin-1/ASCII and ISO-8859-9/-11 their Windows
+# supersets, GB2312 GBK, Big5 Big5-HKSCS. A codec not here (UTF-7, UTF-32, unicode_escape,
+# cp437, the replacement encodings ISO-2022-KR and HZ) is no encoding a browser reads a page
+# in: honouring it would index text a browser shows as markup, a script or a comment.
 _WHATWG = {"utf-16": "utf-8", "utf-16-le": "utf-8", "utf-16-be": "utf-8", "latin-1": "cp1252",
-           "iso8859-1": "cp1252", "ascii": "cp1252", "x-user-defined": "cp1252"}
+           "iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254",
+           "iso8859-11": "cp874", "tis-620": "cp874", "gb2312": "gbk", "big5": "big5hkscs",
+           **{name: name for name in (
+               "utf-8", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874",
+               *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
+               *(f"cp{n}" for n in range(1250, 1259)), "gbk", "gb18030", "big5hkscs",
+               "euc_jp", "iso2022_jp", "shift_jis", "cp932", "euc_kr")}}
 
 
 def html_text(raw: bytes) -> str:
@@ -58,8 +70,10 @@ def html_text(raw: bytes) -> str:
     byte-order mark decides (UTF-8, UTF-16 BE or LE); else the ``<meta charset>`` (or
     ``http-equiv`` content type) in the first 1,024 bytes, where a declared UTF-16 means
     UTF-8 (bytes that declare themselves are not UTF-16) and Latin-1 or ASCII mean
-    windows-1252, as browsers read them; else UTF-8, else windows-1252. Bytes invalid in the
-    encoding become U+FFFD, as in a browser."""
+    windows-1252, as browsers read them; else UTF-8, else windows-1252. A label the WHATWG
+    Encoding Standard does not list (``utf-7``, ``unicode_escape``: Python decodes them, no
+    browser does) is ignored, as a browser ignores it. Bytes invalid in the encoding become
+    U+FFFD, as in a browser."""
     for bom, encoding in _BOMS:
         if raw.startswith(bom):
             return raw[len(bom):].decode(encoding, "replace")
@@ -74,10 +88,10 @@ def html_text(raw: bytes) -> str:
 
 
 def _codec(label: str) -> str | None:
-    """Python's codec for an encoding label, mapped as the WHATWG encoding standard maps it;
-    None for a label no codec knows."""
+    """Python's codec for an encoding label, mapped as the WHATWG Encoding Standard maps it;
+    None for a label no codec knows or whose codec is no WHATWG encoding (``_WHATWG``)."""
     try:
         name = codecs.lookup(label.strip().lower()).name
     except LookupError:
         return "cp1252" if label.strip().lower() == "x-user-defined" else None
-    return _WHATWG.get(name, name)
+    return _WHATWG.get(name)

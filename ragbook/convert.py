@@ -54,6 +54,7 @@ from .conversion import (
     unreadable,
 )
 from .docx_text import read_docx
+from .html_hiding import HIDING_CLASSES, sheet_hides, style_hides
 from .pdf_text import read_pdf
 from .types import Document
 
@@ -133,7 +134,9 @@ def valid_unicode(doc: Document, path: str | os.PathLike) -> Document:
 def pages_of(item) -> tuple[int, ...]:
     """The 1-based page numbers a chunk's or hit's ``[start, end)`` covers in its PDF: one
     page, or each page of a span that crosses a boundary (pages without text are never
-    covered). ``()`` for an item without a page map (not from a PDF) or without offsets.
+    covered). ``()`` for an item without a page map (not from a PDF) or without offsets,
+    and, with a warning, for one whose ``page_starts`` is no list of increasing offsets
+    (set by hand, or by an older front matter: only ``read_pdf`` writes it).
 
     >>> from ragbook.types import Hit
     >>> meta = {"page_starts": [0, 40, 40, 95]}   # page 2 holds no text
@@ -143,6 +146,14 @@ def pages_of(item) -> tuple[int, ...]:
     starts = (item.metadata or {}).get("page_starts")
     if not starts or item.start is None or item.end is None:
         return ()
+    if not isinstance(starts, (list, tuple)) or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in starts) or any(
+            a > b for a, b in zip(starts, starts[1:], strict=False)) or starts[0] < 0:
+        warnings.warn(f"metadata['page_starts'] of {getattr(item, 'id', '?')!r} is "
+                      f"{starts!r:.40}, not a list of increasing character offsets; gave no "
+                      f"pages. Only convert() sets it (for a PDF): remove it from your "
+                      f"metadata", stacklevel=2)
+        return ()
     ends = [*starts[1:], float("inf")]
     return tuple(n for n, (s, e) in enumerate(zip(starts, ends, strict=True), 1)
                  if s < e and s < max(item.end, item.start + 1) and item.start < e)
@@ -151,7 +162,9 @@ def pages_of(item) -> tuple[int, ...]:
 # -- HTML ------------------------------------------------------------------------------------
 _DROP = ("script", "style", "noscript", "template", "nav", "aside", "form", "svg", "iframe",
          "button", "select", "dialog", "head", "title", "canvas", "object", "audio",
-         "video")  # title: never shown in the page; canvas/object/media: their fallback
+         "video", "noembed", "noframes", "datalist", "annotation", "annotation-xml")
+# title: never shown in the page; canvas/object/media: their fallback; noembed/noframes,
+# datalist options and MathML annotations: never rendered by a browser
 _DROP_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "dialog"}
 _SECTIONING = ("main", "article", "section")
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -217,63 +230,10 @@ def _soup(bs4, raw: str):
         return bs4.BeautifulSoup(raw, "html.parser", on_duplicate_attribute="ignore")
 
 
-_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.S)
-_CSS_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?([a-z]*|%)")
-
-
-def _css(style: str) -> dict[str, str]:
-    """An inline ``style`` as a browser reads it: ``{property: value}``, comments removed,
-    escapes such as ``n\\6f ne`` decoded, lowercased, spaces collapsed, a later declaration
-    overriding an earlier one unless that one is ``!important`` — so ``/**/display:none``
-    and ``DISPLAY : n\\6f ne`` hide what they hide in the browser."""
-    text = _CSS_ESCAPE.sub(_unescape, _CSS_COMMENT.sub("", style))
-    found: dict[str, tuple[str, bool]] = {}
-    for declaration in text.split(";"):
-        name, colon, value = declaration.partition(":")
-        value = " ".join(value.lower().split())
-        important = value.endswith("important") and "!" in value
-        value = value.rsplit("!", 1)[0].strip() if important else value
-        name = name.strip().lower()
-        if colon and name and not (name in found and found[name][1] and not important):
-            found[name] = (value, important)
-    return {name: value for name, (value, _) in found.items()}
-
-
-def _unescape(match: re.Match) -> str:
-    if match[2] is not None:
-        return match[2]
-    code = int(match[1], 16)
-    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
-
-
-def _style_hides(style: str) -> bool:
-    """The inline style makes its element invisible: ``display:none``, ``visibility:hidden``
-    (or ``collapse``), ``content-visibility:hidden``, an opacity of 0 or below (``0``,
-    ``0%``, ``-1``), or a font size of zero in any unit (``0``, ``0vw``, ``0.0rem``)."""
-    css = _css(style)
-    opacity = _number(css.get("opacity", ""))
-    font_size = _number(css.get("font-size", ""))
-    return (css.get("display") == "none" or css.get("visibility") in ("hidden", "collapse")
-            or css.get("content-visibility") == "hidden"
-            or (opacity is not None and opacity <= 0) or font_size == 0)
-
-
-def _number(value: str) -> float | None:
-    """The number a CSS value such as ``0``, ``0%``, ``.0rem`` or ``1e-9px`` holds, else None."""
-    if not _CSS_NUMBER.fullmatch(value):
-        return None
-    return float(value.rstrip("abcdefghijklmnopqrstuvwxyz%"))
-
-
 def _attr(tag, name: str) -> str:
     """An attribute's value as the browser compares it: trimmed and lowercased."""
     value = tag.get(name)
     return " ".join(value).lower() if isinstance(value, list) else (value or "").strip().lower()
-
-
-_HIDING_CLASSES = {"hidden", "d-none", "hide", "is-hidden", "invisible", "display-none",
-                   "u-hidden", "hidden-xs-up"}
 
 
 _HAS_HEADING, _HAS_CONTENT = 1, 2     # what an element holds below it (_boilerplate)
@@ -286,6 +246,7 @@ def _boilerplate(soup, bs4) -> list:
     element searches its subtree or its ancestors (thousands of nested ``<header>``s made
     that quadratic: 13 s for 32 KB)."""
     tags = [t for t in soup.descendants if isinstance(t, bs4.Tag)]
+    sheet = sheet_hides(soup)
     held: dict[int, int] = {}
     for tag in reversed(tags):            # children before their parents
         kind = (_HAS_HEADING if tag.name in _HEADINGS else 0) | (
@@ -301,20 +262,23 @@ def _boilerplate(soup, bs4) -> list:
             continue
         if parent in sectioned or tag.name in _SECTIONING:
             sectioned.add(id(tag))
-        if _is_boilerplate(tag, held.get(id(tag), 0), parent in sectioned):
+        if _is_boilerplate(tag, held.get(id(tag), 0), parent in sectioned, sheet):
             drop.append(tag)
             dropped.add(id(tag))
     return drop
 
 
-def _is_boilerplate(tag, held: int, in_section: bool) -> bool:
+def _is_boilerplate(tag, held: int, in_section: bool,
+                    sheet: tuple[set[str], set[str]] = (set(), set())) -> bool:
     """``tag`` is dropped: boilerplate, or hidden. ``held``: what it holds below it
-    (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section."""
+    (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section;
+    ``sheet``: the classes and ids the page's style sheets hide (``_sheet_hides``)."""
     if tag.name in _DROP or (_attr(tag, "role").split() or [""])[0] in _DROP_ROLES:
         return not _holds_content(tag, held)
+    classes = {c.lower() for c in tag.get_attribute_list("class") if c}
     if tag.has_attr("hidden") or _attr(tag, "aria-hidden") == "true" \
-            or _style_hides(tag.get("style") or "") \
-            or _HIDING_CLASSES & {c.lower() for c in tag.get_attribute_list("class") if c}:
+            or style_hides(tag.get("style") or "") \
+            or (HIDING_CLASSES | sheet[0]) & classes or _attr(tag, "id") in sheet[1]:
         return True
     # the page's header and footer are boilerplate; an article's own header, or any header
     # with a heading in it, holds the title

@@ -24,6 +24,7 @@ The walk is iterative, so a deeply nested body cannot exhaust Python's stack.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,8 +35,12 @@ from .types import Document
 __all__ = ["body_items", "read_docx", "StyleSheet", "W"]
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
-_OUT = {f"{W}del", f"{W}moveFrom", _MC_FALLBACK}
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+_OUT = {f"{W}del", f"{W}moveFrom"}
+# what Word reads of mc:AlternateContent: the first mc:Choice whose required namespaces it
+# knows (its own and the Open XML ones), else the mc:Fallback
+_MATH_TEXT = "{http://schemas.openxmlformats.org/officeDocument/2006/math}t"   # an equation
+_KNOWN_NS = ("http://schemas.microsoft.com/office/", "http://schemas.openxmlformats.org/")
 _WRAPPERS = {f"{W}sdt", f"{W}sdtContent", f"{W}customXml", f"{W}smartTag", f"{W}ins",
              f"{W}moveTo"}
 _FALSE = {"0", "false", "off"}
@@ -105,22 +110,49 @@ def _val(el) -> str | None:
 _NO_STYLES = StyleSheet()
 
 
+def _chosen(alternate):
+    """The child of an ``mc:AlternateContent`` that Word shows: its first ``mc:Choice``
+    whose ``Requires`` prefixes all name namespaces Word knows (``_KNOWN_NS``), else its
+    ``mc:Fallback`` (None when it has neither)."""
+    for child in alternate:
+        if child.tag == f"{_MC}Choice":
+            needed = [child.nsmap.get(prefix) for prefix in child.get("Requires", "").split()]
+            if all(ns and ns.startswith(_KNOWN_NS) for ns in needed):
+                return child
+    return next((c for c in alternate if c.tag == f"{_MC}Fallback"), None)
+
+
 def _shown(node, stop, styles: StyleSheet) -> bool:
-    """``node`` is not in a hidden run, a deletion or a fallback copy (up to ``stop``)."""
+    """``node`` is not in a hidden run, a deletion, or a copy of ``mc:AlternateContent``
+    that Word does not show (up to ``stop``)."""
     while node is not None and node is not stop:
         if node.tag in _OUT or (node.tag == f"{W}r" and styles.hidden(node)):
             return False
-        node = node.getparent()
+        parent = node.getparent()
+        if parent is not None and parent.tag == f"{_MC}AlternateContent" \
+                and _chosen(parent) is not node:
+            return False
+        node = parent
     return True
 
 
 def paragraph_text(p, styles: StyleSheet = _NO_STYLES) -> str:
     """The words a reader sees in paragraph ``p`` (text boxes in it included), one space
-    between words; ``styles`` says which runs the document's styles hide."""
-    parts = []
-    for node in p.iter(f"{W}t", f"{W}tab", f"{W}br", f"{W}cr"):
-        if _shown(node, p, styles):
-            parts.append(node.text or "" if node.tag == f"{W}t" else " ")
+    between words; ``styles`` says which runs the document's styles hide. Of a complex field
+    (``w:fldChar`` begin … separate … end) only the result after *separate* is shown, so a
+    ``w:t`` written among its instructions is left out, at any nesting of fields."""
+    parts, fields = [], []          # fields: per open field, True once its result begins
+    for node in p.iter(f"{W}t", f"{W}tab", f"{W}br", f"{W}cr", f"{W}fldChar", _MATH_TEXT):
+        if node.tag == f"{W}fldChar":
+            kind = node.get(f"{W}fldCharType", "")
+            if kind == "begin":
+                fields.append(False)
+            elif kind == "separate" and fields:
+                fields[-1] = True
+            elif kind == "end" and fields:
+                fields.pop()
+        elif all(fields) and _shown(node, p, styles):
+            parts.append(node.text or "" if node.tag in (f"{W}t", _MATH_TEXT) else " ")
     return " ".join("".join(parts).split())
 
 
@@ -138,10 +170,11 @@ def _top_paragraphs(node) -> Iterator:
 def _rows(tbl, styles: StyleSheet) -> list[str]:
     rows = []
     for tr in tbl.iter(f"{W}tr"):
-        if _nearest(tr, f"{W}tbl") is not tbl:
-            continue                          # a row of a nested table: read in its cell
+        if _nearest(tr, f"{W}tbl") is not tbl or tr.find(f"{W}trPr/{W}del") is not None:
+            continue                          # a nested table's row (read in its cell), or
         cells = [" ".join(t for t in (paragraph_text(p, styles) for p in _top_paragraphs(tc)) if t)
-                 for tc in tr.iter(f"{W}tc") if _nearest(tc, f"{W}tr") is tr]
+                 for tc in tr.iter(f"{W}tc")  # a deleted one, as deleted text is left out
+                 if _nearest(tc, f"{W}tr") is tr and tc.find(f"{W}tcPr/{W}cellDel") is None]
         cells = list(dict.fromkeys(cells))    # merged cells once
         if any(cells):
             rows.append(" | ".join(cells))
@@ -189,8 +222,10 @@ def read_docx(path: Path, doc_id: str) -> Document:
     them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
     ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
     comments are left out, and so are hidden runs (``<w:vanish/>``, on the run or through its
-    styles) and deleted text;
-    tracked insertions, content controls, fields and text boxes are read (``docx_text``).
+    styles), deleted text, rows and cells, field instructions and the ``mc:AlternateContent``
+    copies Word does not show; tracked insertions, content controls, field results, text
+    boxes and equations are read (``docx_text``); content imported from another file
+    (``w:altChunk``) is not, with a warning.
     The title is the file's Title property, else its Title paragraph,
     else its first heading, else the file name.
     """
@@ -203,6 +238,10 @@ def read_docx(path: Path, doc_id: str) -> Document:
         title = (word.core_properties.title or "").strip()
     except Exception as err:  # not a zip, a zip without Word parts, damaged XML
         raise unreadable(path, "DOCX", err) from err
+    if word.element.body.find(f".//{W}altChunk") is not None:
+        warnings.warn(f"{str(path)!r} imports content from another file (w:altChunk), which "
+                      f"is not read: only the Word text around it is indexed; open it in Word "
+                      f"and save it to merge that content in", stacklevel=3)
     shift = int(any(style == "Title" for _, style, _ in items))
     blocks, headings = [], []
     for kind, style, text in items:

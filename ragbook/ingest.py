@@ -39,6 +39,7 @@ from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
 from .filters import check_metadata
 from .fusion import HybridRetriever
+from .markdown_text import visible
 from .persist import read_manifest, recover
 from .types import Document
 
@@ -46,6 +47,8 @@ __all__ = ["read_documents", "SUFFIXES", "content_hash", "sync_index", "IndexSyn
 
 SUFFIXES = (".md", ".markdown", ".txt", *CONVERTERS)  # PDF/HTML/DOCX: ragbook.convert
 _MARKDOWN = (".md", ".markdown")
+#: Metadata keys only the converters set (``read_pdf``'s page map): front matter may not.
+OWNED_KEYS = frozenset({"format", "pages", "page_starts"})
 
 
 def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
@@ -57,8 +60,11 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
     relative to the folder without the suffix, with ``/`` separators (``billing/refunds``),
     so ids are stable across machines and re-runs. An optional front-matter block at the top
     (``---``, plain ``key: value`` lines, ``---``) becomes ``metadata`` (values as str) and is
-    removed from the text. The title is the first ``# `` heading of a Markdown file (outside
-    code fences), else the front matter's ``title``, else the file name without suffix.
+    removed from the text; keys only the converters set (``OWNED_KEYS``, such as a
+    PDF's ``page_starts``) are ignored, with a warning. A Markdown file's HTML comments and
+    hidden HTML elements, which its rendered page never shows, are left out
+    (``markdown_text.visible``). The title is the first ``# `` heading of a Markdown file
+    (outside code fences), else the front matter's ``title``, else the file name.
 
     **A .jsonl file**: one JSON object per line with ``id`` and ``text`` (required, str),
     ``title`` (str) and ``metadata`` (an object) optional; other keys are ignored. Errors
@@ -216,11 +222,20 @@ def _decode(raw: bytes, where: str) -> str:
 
 
 def _read_file(path: Path, doc_id: str) -> Document:
-    meta, body = split_front_matter(_decode(path.read_bytes(), repr(str(path))), str(path))
+    where = repr(str(path))     # a file name may hold escape sequences: shown, never obeyed
+    meta, body = split_front_matter(_decode(path.read_bytes(), where), where)
+    owned = sorted(OWNED_KEYS & meta.keys())
+    if owned:  # a page map read from text would crash pages_of, or point at the wrong pages
+        warnings.warn(f"{where}: front matter sets {', '.join(map(repr, owned))}, which only "
+                      f"the PDF/HTML/DOCX converters set; ignored them — rename them (e.g. "
+                      f"'source_{owned[0]}') to keep them as metadata", stacklevel=4)
+        meta = {k: v for k, v in meta.items() if k not in OWNED_KEYS}
+    markdown = path.suffix.lower() in _MARKDOWN
+    body = visible(body) if markdown else body  # no comments, no hidden HTML (markdown_text)
     # the loaders' convention (datasets.load_helpcentre): no blank lines at either end, one
     # final newline, so the same article read either way chunks to the same ids and offsets
     text = body.strip("\n") + "\n" if body.strip() else ""
-    heading = _first_heading(text) if path.suffix.lower() in _MARKDOWN else None
+    heading = _first_heading(text) if markdown else None
     return Document(id=doc_id, text=text, title=heading or meta.get("title") or path.stem,
                     metadata=meta)
 

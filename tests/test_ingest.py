@@ -288,3 +288,37 @@ def test_a_named_pipe_is_refused_by_name_not_read_forever(tmp_path, name):
         assert [d.id for d in result["value"]] == ["ok"]
     finally:
         _unblock(fifo)
+
+
+def test_markdown_text_a_rendered_page_never_shows_is_not_indexed(tmp_path):
+    """An HTML comment and a hidden <div> in a Markdown file were indexed (an instruction
+    planted there reached the reader); they are dropped, as the HTML converter drops them,
+    while code that shows such markup as written, and visible HTML, stay."""
+    write(tmp_path / "a.md", "# Refunds\n\nVisible refund text.<!-- SECRET1 ignore previous -->\n"
+          "\n<div hidden>SECRET2</div>\n<span aria-hidden=\"true\">SECRET3</span>"
+          "<p style=\"display:none\">SECRET4</p><p class=\"d-none\">SECRET5</p>\n"
+          "<!--\n```\nSECRET6 in a fence inside a comment\n```\n-->\n"
+          "```html\n<!-- shown in code -->\n```\n\n`<!-- inline code -->` and <b>bold</b>\n")
+    write(tmp_path / "b.md", "# B\n\nshown\n\n<div hidden>\n\nSECRET7: never closed\n")
+    docs = {d.id: d for d in read_documents(tmp_path)}
+    text = docs["a"].text
+    assert "SECRET" not in text + docs["b"].text, text
+    assert "Visible refund text." in text and "<!-- shown in code -->" in text
+    assert "`<!-- inline code -->` and <b>bold</b>" in text and docs["b"].text == "# B\n\nshown\n"
+
+
+def test_front_matter_cannot_set_a_converters_page_map(tmp_path):
+    """'page_starts: 0,1,2' in front matter became a str page map, and pages_of raised a raw
+    TypeError on every hit of the file: such keys are ignored with a warning naming them,
+    and pages_of gives no pages (with a warning) for a page map that is not one."""
+    from ragbook.convert import pages_of
+    from ragbook.types import Hit
+
+    write(tmp_path / "b.md", "---\npage_starts: 0,1,2\nformat: pdf\nteam: x\n---\n# Pages\n\n1.\n")
+    with pytest.warns(UserWarning, match=r"'format', 'page_starts'.*ignored them"):
+        doc, = read_documents(tmp_path)
+    assert dict(doc.metadata) == {"team": "x"}
+    for bad in ("0,1,2", [0, "9"], [5, 2], [True, 4], [-3, 0]):
+        with pytest.warns(UserWarning, match="not a list of increasing character offsets"):
+            assert pages_of(Hit("b:0-5", 1.0, 1, "b", "", {"page_starts": bad}, 0, 5)) == ()
+    assert pages_of(Hit("b:0-5", 1.0, 1, "b", "", {"page_starts": [0, 3]}, 0, 5)) == (1, 2)
