@@ -12,8 +12,13 @@ script was written to decide (the patterns are written in English first, so the 
 would judge only what they cannot read). Measured, it flags two thirds of the honest
 non-English rows, so it was not adopted (docs/benchmarks.md).
 
-    flock /tmp/ragbook-heavy.lock .venv/bin/python bench/planted_sealed.py
+    flock /tmp/ragbook-heavy.lock .venv/bin/python bench/planted_sealed.py [--set sealed2]
+
+``--set sealed2``: ``sealed2_planted.jsonl`` / ``sealed2_benign.jsonl`` (50 + 50), written
+later in session 13 by a third agent under the same rules, after every rule change of the
+session: the last held-out measurement.
 """
+import argparse
 import json
 import re
 import time
@@ -121,11 +126,14 @@ def rows(name):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default="sealed", choices=("sealed", "sealed2"))
+    name = parser.parse_args().set
     t = time.perf_counter()
     full = MeaningSignal()
     signals = {"patterns (default)": None, "meaning, every sentence": full,
                "meaning, not-English only": NotEnglish(encoder=full.encoder)}
-    sets = {"planted": rows("sealed_planted.jsonl"), "benign": rows("sealed_benign.jsonl")}
+    sets = {"planted": rows(f"{name}_planted.jsonl"), "benign": rows(f"{name}_benign.jsonl")}
     wrong = sum(english(r["text"]) != (r["lang"] == "en") for s in sets.values() for r in s)
     print(f"english() wrong on {wrong} of {sum(map(len, sets.values()))} sealed rows")
     for name, corpus in (("help centre", load_helpcentre()), ("Python docs", load_pydocs()),
