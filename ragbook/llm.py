@@ -30,10 +30,18 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from . import models, shipped
 from .cache import Cache
+from .chat_replies import (
+    LLMResponseError,
+    LLMUnavailableError,
+    completion_text,
+    event_text,
+    preview,  # noqa: F401  (serving.llm_server reads it from here)
+    utf8,
+)
 from .checks import check_k
 from .component import Component
 from .streaming import Failures, cut_at_stop, exchange, tidy_pieces
@@ -239,20 +247,6 @@ def _hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-class LLMUnavailableError(RuntimeError):
-    """The endpoint could not be reached, or did not answer within the timeout."""
-
-
-class LLMResponseError(RuntimeError):
-    """The endpoint answered, but not with a chat completion (an HTTP error status, a body
-    that is not JSON, no ``choices``, no ``message``, ``content`` that is not a string)."""
-
-
-def preview(text: str, limit: int = 200) -> str:
-    """``text`` cut to ``limit`` characters for an error message (an HTML page can be long)."""
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
 def _check_timeout(timeout) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
             or not math.isfinite(timeout) or timeout <= 0:
@@ -266,31 +260,6 @@ def _check_retries(max_retries) -> int:
         raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}; e.g. "
                          "max_retries=1 (0 fails at the first timeout or connection error)")
     return max_retries
-
-
-def _completion_text(body: str, url: str) -> str:
-    """The assistant's text in a chat-completion JSON ``body``; ``LLMResponseError`` naming
-    what came back when ``body`` is not a chat completion."""
-    reply = _json_or_none(body)
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    message = first.get("message") if isinstance(first, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise LLMResponseError(
-            f"{url} did not answer with a chat completion (expected "
-            f"{{'choices': [{{'message': {{'content': str}}}}]}}), got: {preview(body)!r}; check "
-            "that base_url is an OpenAI-compatible /v1 endpoint that serves chat completions")
-    return content
-
-
-def _json_or_none(text: str):
-    """``text`` parsed as JSON, or None when it is not JSON — or nested too deeply for the
-    parser (``[[[[...``: a ``RecursionError`` is a bad reply, not a crash)."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _status_hint(status: int) -> str:
@@ -351,9 +320,9 @@ class OpenAICompatibleLLM(Component):
                  stop: Sequence[str] = ()) -> str:
         """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
         ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
-        with self._exchange(messages, max_new_tokens, stop) as reply:
+        with self._exchange(messages, max_new_tokens, stop) as reply, utf8(self.url):
             body = reply.text()
-        return cut_at_stop(_completion_text(body, self.url), stop).strip()
+        return cut_at_stop(completion_text(body, self.url), stop).strip()
 
     def stream(self, messages: Messages, max_new_tokens: int | None = None,
                stop: Sequence[str] = ()) -> Iterator[str]:
@@ -367,46 +336,14 @@ class OpenAICompatibleLLM(Component):
         check_messages(messages)
 
         def raw() -> Iterator[str]:
-            with self._exchange(messages, max_new_tokens, stop, stream=True) as reply:
+            with self._exchange(messages, max_new_tokens, stop, stream=True) as reply, \
+                    utf8(self.url):
                 if "text/event-stream" not in reply.headers.get("content-type", ""):
-                    yield _completion_text(reply.text(), self.url)
+                    yield completion_text(reply.text(), self.url)
                     return
-                yield from _event_text(reply.lines(), self.url)
+                yield from event_text(reply.lines(), self.url)
 
         return tidy_pieces(raw(), stop)
-
-
-def _event_text(lines: Iterable[str], url: str) -> Iterator[str]:
-    """The text deltas of a chat-completions event stream (``data: {...}`` lines, ending
-    with ``data: [DONE]``); ``LLMResponseError`` for an ``error`` event, an event that is not
-    a ``chat.completion.chunk``, or a stream that stops before ``[DONE]`` or a
-    ``finish_reason`` (the reply would be silently cut). The first choice's ``finish_reason``
-    ends the reply: anything sent after it is not part of it."""
-    for line in lines:
-        if not line.startswith("data:"):
-            continue                         # blank separators, ": keep-alive", "event: ..."
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        event = _json_or_none(data)
-        if isinstance(event, dict) and "error" in event:
-            raise LLMResponseError(f"{url} failed mid-stream: {preview(json.dumps(event))}; "
-                                   "check the server's log")
-        choices = event.get("choices") if isinstance(event, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices else {}
-        delta = first.get("delta", {}) if isinstance(first, dict) else None
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if not isinstance(choices, list) or not isinstance(delta, dict) \
-                or not isinstance(content, (str, type(None))):
-            raise LLMResponseError(
-                f"{url} sent a stream event that is not a chat-completion chunk (expected "
-                f"{{'choices': [{{'delta': {{'content': str}}}}]}}), got: {preview(data)!r}")
-        if content:
-            yield content
-        if first.get("finish_reason"):
-            return
-    raise LLMResponseError(f"the stream from {url} ended before 'data: [DONE]': the reply "
-                           "is incomplete; check the server's log, then ask again")
 
 
 def default_llm_identity(profile: str | None = None) -> str:

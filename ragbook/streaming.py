@@ -240,8 +240,10 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
     """The lines (``\\n``, ``\\r\\n`` or ``\\r``: an event stream's breaks) of UTF-8 byte
-    ``chunks``; each chunk is scanned once, so a long line costs linear time."""
-    decode, pending = codecs.getincrementaldecoder("utf-8")("replace").decode, []
+    ``chunks``; each chunk is scanned once, so a long line costs linear time. Bytes that are
+    not UTF-8 raise ``UnicodeDecodeError`` (a character split across chunks is joined):
+    text replaced by U+FFFD would pass on a reply nobody sent."""
+    decode, pending = codecs.getincrementaldecoder("utf-8")("strict").decode, []
     for chunk in chunks:
         text = decode(chunk)
         if "\n" not in text and "\r" not in text:
@@ -277,8 +279,9 @@ class Reply:
             yield chunk
 
     def text(self) -> str:
-        """The whole body as text (bounded like ``chunks``)."""
-        return b"".join(self.chunks()).decode("utf-8", "replace")
+        """The whole body as text (bounded like ``chunks``); ``UnicodeDecodeError`` when it
+        is not UTF-8."""
+        return b"".join(self.chunks()).decode("utf-8")
 
     def lines(self) -> Iterator[str]:
         """The body as event-stream lines, within ``STREAM_SECONDS`` from now as a whole."""

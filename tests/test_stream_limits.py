@@ -261,3 +261,26 @@ def test_a_stream_ends_at_the_first_choice_finish_reason():
 def test_event_lines_split_on_any_break_across_chunk_boundaries():
     chunks = [b"data: a\r", b"\ndata: b\rdata: c", b"\xc3", b"\xa9\n", b"tail"]
     assert list(streaming.split_lines(chunks)) == ["data: a", "data: b", "data: cé", "tail"]
+
+
+@pytest.mark.parametrize("body, said", [
+    (b'data: {"choices":[{"delta":{"content":"Thirty days \xff\xfe is the window"}}]}\n\n'
+     b"data: [DONE]\n\n", "not UTF-8"),
+    (b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+     b'data: {"choices": [{"delta": {"content": "Refunds are', "cut off in the middle"),
+], ids=["not-utf8", "cut-mid-event"])
+def test_a_reply_that_is_not_utf8_or_stops_inside_an_event_is_named_for_what_it_is(body, said):
+    """Bytes that are not UTF-8 were passed on as U+FFFD inside the answer; a stream cut
+    inside an event was reported as "not a chat-completion chunk" (the hostile probe)."""
+    with raw_endpoint(sends(body, ctype="text/event-stream")) as (url, _):
+        llm = OpenAICompatibleLLM(base_url=url, model="m", timeout=5, max_retries=0)
+        with pytest.raises(LLMResponseError, match=said):
+            "".join(llm.stream(MESSAGES))
+
+
+def test_an_event_of_several_data_lines_is_joined_as_the_event_stream_format_says():
+    body = (b'data: {"choices": [{"delta":\ndata: {"content": "Thirty days."}}]}\n\n'
+            b"data: [DONE]\n\n")
+    with raw_endpoint(sends(body, ctype="text/event-stream")) as (url, _):
+        llm = OpenAICompatibleLLM(base_url=url, model="m", timeout=5, max_retries=0)
+        assert "".join(llm.stream(MESSAGES)) == "Thirty days."
