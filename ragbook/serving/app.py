@@ -16,9 +16,13 @@ Guards, as ``ChatServer``'s (``policy.Policy`` holds them; each refusal is JSON 
   ``request_timeout`` (408); a request head over ``max_header_bytes`` is refused (431; a
   head arriving in pieces past twice that is cut by uvicorn's parser first: 400);
 - each question must be answered within ``deadline`` seconds, else 503 (one question runs
-  at a time: the models are not re-entrant, so waiting for one counts);
-- ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it, 503; a request head
-  not in within ``header_timeout`` is 408 and closed, so idle clients cannot fill the cap.
+  at a time: the models are not re-entrant, so waiting for one counts); past it the work
+  is stopped (``jobs.Job``), so a stuck upstream LLM cannot hold the others back;
+- ``max_connections`` questions on a thread at once, the rest queued; beyond
+  ``max_waiting`` more open connections, 503 with ``Retry-After``; a request head not in
+  within ``header_timeout`` is 408 and closed, so idle clients cannot fill the queue;
+- a failure of the pipeline itself (an LLM endpoint down, a corrupt index) is a 500
+  ``server_error`` saying only that: the details go to the server's log, not the client.
 
 The access scope is the server's, never the request's: one server-wide ``scope``, or one per
 API key (``keys``, sent as ``Authorization: Bearer <key>``; a missing or unknown key is 401).
@@ -30,7 +34,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import queue
 import socket
 import threading
 import time
@@ -39,24 +42,36 @@ import warnings
 import anyio
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..checks import check_text
 from ..commands import load_index
 from ..explain import explain_result_dicts
 from ..filters import matches, scoped
 from ..pipeline import Pipeline
 from ..tuned import load_settings
 from .guards import check_positive, is_loopback
+from .jobs import Job
 from .page import PAGE, SCRIPT
 from .policy import Policy, Refused, narrow_scope
+from .protocol import head_deadline
 from .schema import SCHEMA
 
 __all__ = ["build_app", "document_segments", "head_deadline", "RagServer", "serve",
-           "pipeline_for"]
+           "pipeline_for", "sse"]
+
+
+def sse(kind: str, data) -> str:
+    """One server-sent event: ``event: kind`` and ``data`` as one line of JSON. U+2028 and
+    U+2029 are escaped (``\\u2028``): JSON allows them raw, but a reader that splits lines
+    at them (a JavaScript regex's ``$`` and ``.``) would cut the event in two."""
+    text = json.dumps(data, ensure_ascii=False)
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return f"event: {kind}\ndata: {text}\n\n"
 
 
 class _Guard:
@@ -74,27 +89,36 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
-def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
+def build_app(pipeline: Pipeline, policy: Policy | None = None, max_connections: int = 16
+              ) -> Starlette:
     """The ASGI app serving ``pipeline`` under ``policy`` (default: loopback, no scope):
     ``GET /`` the page, ``GET /schema`` the JSON schema, ``POST /ask``, ``POST /stream``
     (server-sent events), ``POST /explain``, ``POST /document`` (a document's text, within
-    the scope, to show a citation in place)."""
+    the scope, to show a citation in place). ``max_connections`` questions are worked on at
+    once; the others wait for a slot, within their deadline."""
     policy = policy or Policy()
     lock = threading.Lock()                   # one question at a time: models not re-entrant
+    slots = anyio.Semaphore(max_connections)  # questions on a thread at once; the rest queue
 
     async def read_request(request: Request, field: str = "question"
                            ) -> tuple[str, dict | None]:
         body = bytearray()
+        close = {"Connection": "close"}       # the rest of the body is not read: end it
         try:
             with anyio.fail_after(policy.request_timeout):
                 async for chunk in request.stream():
                     body += chunk
                     if len(body) > policy.max_body_bytes:
                         raise Refused(413, f"the body is over max_body_bytes="
-                                           f"{policy.max_body_bytes}; send a shorter question")
+                                           f"{policy.max_body_bytes}; send a shorter question",
+                                      headers=close)
         except TimeoutError:
             raise Refused(408, f"the body did not arrive within request_timeout="
-                               f"{policy.request_timeout:g} s; send it at once") from None
+                               f"{policy.request_timeout:g} s; send it at once",
+                          headers=close) from None
+        except ClientDisconnect:          # nobody reads the answer; no traceback in the log
+            raise Refused(400, "the client closed the connection before its body arrived; "
+                               "send the whole body", headers=close) from None
         fixed = policy.scope_for(request.headers.get("authorization"))
         try:
             req = json.loads(body)
@@ -104,42 +128,71 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
                 or not req[field].strip() or set(req) - {field, "scope"}:
             raise Refused(400, f"the body must be a JSON object {{\"{field}\": \"...\"}} with "
                                "an optional \"scope\" (nothing else); see GET /schema")
+        try:                  # the request's own faults are 400 here; the pipeline's are 500
+            check_text(req[field], field)
+        except ValueError as err:
+            raise Refused(400, f"{err}") from None
         return req[field], narrow_scope(fixed, req.get("scope"))
 
-    def locked(work, until: float):
-        """``work()`` under the pipeline's lock, if it frees before ``until``."""
-        if not lock.acquire(timeout=max(0.0, until - time.monotonic())):
-            raise TimeoutError
+    busy = (f"no answer within deadline={policy.deadline:g} s (the server answers one "
+            "question at a time); retry shortly")
+    failed = ("the server failed to answer this question (the details are in the server's "
+              "log); retry later, or tell the server's operator")
+
+    async def start(work, until: float):
+        """A ``Job`` for ``work`` once one of the ``max_connections`` slots is free (503
+        past ``until``), and the idempotent ``end()`` that stops it and frees the slot."""
         try:
-            return work()
-        finally:
-            lock.release()
+            with anyio.fail_after(max(until - time.monotonic(), 0.001)):
+                await slots.acquire()
+        except TimeoutError:
+            raise Refused(503, busy, "server_error", headers={"Retry-After": "1"}) from None
+        job, ended = Job(lock, work, until), []
+
+        async def end():
+            if not ended:
+                ended.append(True)
+                job.stop()
+                slots.release()
+        return job, end
+
+    async def next_event(job: Job, until: float):
+        """The job's next event; ``("busy", None)`` (and the job stopped) past ``until``."""
+        try:
+            with anyio.fail_after(max(until - time.monotonic(), 0.001)):
+                return await anyio.to_thread.run_sync(job.events.get, abandon_on_cancel=True)
+        except TimeoutError:
+            job.stop()
+            return ("busy", None)
+
+    def refusal(kind: str) -> Refused:
+        """The refusal for a job's last event ``kind`` when it is not ``done``."""
+        if kind == "failed":
+            return Refused(500, failed, "server_error")
+        return Refused(503, busy, "server_error", headers={"Retry-After": "1"})
 
     async def answer(work):
         until = time.monotonic() + policy.deadline
+        job, end = await start(lambda _: work(), until)
         try:
-            with anyio.fail_after(policy.deadline):
-                return await anyio.to_thread.run_sync(locked, work, until,
-                                                      abandon_on_cancel=True)
-        except TimeoutError:
-            raise Refused(503, f"no answer within deadline={policy.deadline:g} s (the server "
-                               "answers one question at a time); retry shortly",
-                          "server_error") from None
-        except ValueError as err:          # what the pipeline refuses (e.g. a blank question)
-            raise Refused(400, f"{err}") from None
+            kind, value = await next_event(job, until)
+        finally:
+            await end()
+        if kind != "done":
+            raise refusal(kind)
+        return value
 
     def refusing(endpoint):
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)
             except Refused as err:
-                return JSONResponse(err.body(), err.status)
+                return JSONResponse(err.body(), err.status, headers=err.headers)
         return run
 
     async def ask(request: Request) -> Response:
         question, scope = await read_request(request)
-        result = await answer(lambda: pipeline.ask(question, scope=scope))
-        return JSONResponse(result.to_dict())
+        return JSONResponse(await answer(lambda: pipeline.ask(question, scope=scope).to_dict()))
 
     async def explain(request: Request) -> Response:
         question, scope = await read_request(request)
@@ -152,68 +205,41 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
 
     async def stream(request: Request) -> Response:
         question, scope = await read_request(request)
-        events: queue.Queue = queue.Queue()
-        stop = threading.Event()
         until = time.monotonic() + policy.deadline
 
-        def produce():
+        def work(job: Job):
+            streamed = pipeline.stream(question, scope=scope)
+            for piece in streamed:
+                if job.stopped:
+                    return None
+                job.events.put(("sentence", {"text": piece}))
+            return streamed.result.to_dict()
+
+        job, end = await start(work, until)
+        first = ("busy", None)
+        try:                                   # the headers wait for the first event: a
+            first = await next_event(job, until)   # failure before any sentence is 500/503
+        finally:
+            if first[0] in ("busy", "failed"):
+                await end()
+        if first[0] in ("busy", "failed"):
+            raise refusal(first[0])
+
+        async def events():
+            kind, data = first
             try:
-                def work():
-                    streamed = pipeline.stream(question, scope=scope)
-                    events.put(("ready", None))
-                    for piece in streamed:
-                        if stop.is_set():
-                            return
-                        events.put(("sentence", {"text": piece}))
-                    events.put(("result", streamed.result.to_dict()))
-                locked(work, until)
-            except TimeoutError:
-                events.put(("busy", None))
-            except ValueError as err:
-                events.put(("invalid", str(err)))
-            except Exception as err:  # noqa: BLE001 - reported to the client, not swallowed
-                events.put(("error", f"{type(err).__name__}: {err}"))
-            finally:
-                events.put(None)
-
-        threading.Thread(target=produce, daemon=True, name="ragbook-stream").start()
-
-        async def next_event():
-            left = until - time.monotonic()
-            try:
-                with anyio.fail_after(max(left, 0.001)):
-                    return await anyio.to_thread.run_sync(events.get, abandon_on_cancel=True)
-            except TimeoutError:
-                stop.set()
-                return ("busy", None)
-
-        first = await next_event()
-        if first is None or first[0] != "ready":
-            stop.set()
-            kind, detail = first or ("error", "the pipeline stopped")
-            if kind == "invalid":
-                raise Refused(400, detail)
-            if kind == "busy":
-                raise Refused(503, f"no answer within deadline={policy.deadline:g} s (one "
-                                   "question at a time); retry shortly", "server_error")
-            raise Refused(500, f"the pipeline failed: {detail}", "server_error")
-
-        async def sse():
-            try:
-                while (event := await next_event()) is not None:
-                    kind, data = event
-                    if kind == "busy":
-                        data = {"message": f"no answer within deadline={policy.deadline:g} s"}
-                        kind = "error"
-                    elif kind in ("invalid", "error"):
-                        data, kind = {"message": data}, "error"
-                    yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-                    if kind == "error":
+                while kind not in ("busy", "failed"):
+                    yield sse("result" if kind == "done" else kind, data)
+                    if kind == "done":
                         return
+                    kind, data = await next_event(job, until)
+                yield sse("error", {"message": failed if kind == "failed" else
+                                    f"no answer within deadline={policy.deadline:g} s"})
             finally:
-                stop.set()
-        return StreamingResponse(sse(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
+                await end()
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"},
+                                 background=BackgroundTask(end))   # also if never started
 
     async def document(request: Request) -> Response:
         doc_id, scope = await read_request(request, "doc_id")
@@ -237,9 +263,13 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None) -> Starlette:
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         """Starlette's own refusals (404 no such path, 405 wrong method) in the API's JSON
-        error shape, as every other refusal."""
-        return JSONResponse({"error": {"message": f"{exc.detail}: {request.method} "
-                                                  f"{request.url.path}; see GET /schema",
+        error shape, as every other refusal; the path is not echoed (a reply quotes
+        nothing the request sent)."""
+        what = {404: "no such endpoint", 405: "this endpoint does not take that method"}
+        return JSONResponse({"error": {"message": f"{what.get(exc.status_code, exc.detail)}"
+                                                  "; the endpoints are GET /, GET /schema, "
+                                                  "POST /ask, /stream, /explain, /document "
+                                                  "(see GET /schema)",
                                        "type": "invalid_request_error"}},
                             exc.status_code, headers=exc.headers)
 
@@ -273,65 +303,40 @@ def document_segments(items, doc_id: str, scope) -> list[list]:
     return segments
 
 
-def head_deadline(seconds: float) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol, but a connection whose request head (line and headers)
-    has not arrived ``seconds`` after it opened — or after its previous response — is
-    answered 408 and closed: an idle or trickling client cannot hold one of the
-    ``max_connections`` slots (uvicorn alone waits for a first request for ever)."""
-    body = json.dumps({"error": {"message": f"the request line and headers did not arrive "
-                                 f"within header_timeout={seconds:g} s; send the request at "
-                                 "once", "type": "invalid_request_error"}}).encode()
-    late = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
-            b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
-            + b"\r\n\r\n" + body)
-
-    class HeadDeadline(H11Protocol):
-        def connection_made(self, transport):
-            super().connection_made(transport)
-            self.loop.call_later(seconds, self.head_late, self.cycle)
-
-        def on_response_complete(self):
-            super().on_response_complete()
-            self.loop.call_later(seconds, self.head_late, self.cycle)
-
-        def head_late(self, cycle) -> None:
-            """408 and close, unless a request began since ``cycle`` (or one is running)."""
-            waiting = self.cycle is cycle and (cycle is None or cycle.response_complete)
-            if waiting and not self.transport.is_closing():
-                self.transport.write(late)
-                self.transport.close()
-
-    return HeadDeadline
-
-
 class RagServer:
     """``pipeline`` served by uvicorn on ``host:port`` (``port=0``: a free one) under the
     guards of ``Policy(**guards)``: ``start()`` in a background thread (or ``with``), or
-    ``serve_forever()`` in this one (Ctrl-C stops it). ``max_connections`` caps open
-    connections (uvicorn's ``limit_concurrency``: beyond it, 503); a connection whose
-    request head is not in within ``header_timeout`` seconds is answered 408 and closed
-    (``head_deadline``), so idle clients cannot fill that cap."""
+    ``serve_forever()`` in this one (Ctrl-C stops it). As ``ChatServer``'s, well-formed
+    requests queue rather than being refused: ``max_connections`` questions are worked on
+    at once (each on a thread, taking turns at the pipeline), the others wait in line,
+    first come first served, within their ``deadline``; up to ``max_waiting`` more
+    connections may be open at once (waiting for their head, or in that line), and one
+    beyond is answered 503 (JSON, ``Retry-After: 1``). A connection whose request head is
+    not in within ``header_timeout`` seconds is answered 408 and closed (``head_deadline``),
+    so idle clients cannot fill the queue."""
 
     def __init__(self, pipeline: Pipeline, host: str = "127.0.0.1", port: int = 0, *,
-                 max_connections: int = 16, header_timeout: float = 10.0,
-                 log_level: str = "warning", **guards):
+                 max_connections: int = 16, max_waiting: int = 512,
+                 header_timeout: float = 10.0, log_level: str = "warning", **guards):
         check_positive("max_connections", max_connections, int, "16")
+        check_positive("max_waiting", max_waiting, int, "512")
         check_positive("header_timeout", header_timeout, (int, float), "10.0")
         if not is_loopback(host):
             warnings.warn(f"serving on host={host!r}, not a loopback address: anyone who can "
                           "reach this port can ask the index. Use host='127.0.0.1' unless you "
                           "mean it (and then give keys= or scope=)", UserWarning, stacklevel=2)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.create_server((host.strip("[]"), port), family=family)
+        self._sock = socket.create_server((host.strip("[]"), port), family=family,
+                                          backlog=1024)     # a burst's SYNs are not dropped
         try:
             self.policy = Policy(host=host, port=self._sock.getsockname()[1], **guards)
         except BaseException:
             self._sock.close()                # a refused setting leaves no port taken
             raise
-        self.app = build_app(pipeline, self.policy)
-        config = uvicorn.Config(self.app, http=head_deadline(header_timeout), lifespan="off",
-                                log_level=log_level,
-                                limit_concurrency=max_connections, timeout_keep_alive=5,
+        self.app = build_app(pipeline, self.policy, max_connections)
+        config = uvicorn.Config(self.app, lifespan="off", log_level=log_level,
+                                http=head_deadline(header_timeout, max_connections + max_waiting),
+                                timeout_keep_alive=5,
                                 h11_max_incomplete_event_size=2 * self.policy.max_header_bytes)
         self._server, self._thread = uvicorn.Server(config), None
 

@@ -127,8 +127,10 @@ async function ask(ev) {
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
-        const kind = (block.match(/^event: (.*)$/m) || [])[1];
-        const data = JSON.parse((block.match(/^data: (.*)$/m) || [])[1] || "null");
+        // fields by "\n" alone: a regex's "." and "$" would also stop at U+2028/U+2029
+        const field = name => (block.split("\n").find(l => l.startsWith(name + ": ")) || "")
+          .slice(name.length + 2);
+        const kind = field("event"), data = JSON.parse(field("data") || "null");
         if (kind === "sentence") answer.append(el("span", data.text, "sentence"));
         if (kind === "error") throw new Error(data.message);
         if (kind === "result") finish(data);

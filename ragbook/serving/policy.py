@@ -20,11 +20,13 @@ __all__ = ["Refused", "Policy", "narrow_scope"]
 
 class Refused(Exception):
     """A request the server will not serve: ``status`` and a message that says what to do
-    (never quoting the request)."""
+    (never quoting the request); ``headers`` go with the reply (``Connection: close`` when
+    the body was left unread, ``Retry-After`` when busy)."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error",
+                 headers: Mapping[str, str] | None = None):
         super().__init__(message)
-        self.status, self.kind = status, kind
+        self.status, self.kind, self.headers = status, kind, dict(headers or {})
 
     def body(self) -> dict:
         """The JSON error the client gets: ``{"error": {"message", "type"}}``."""

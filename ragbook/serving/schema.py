@@ -87,6 +87,7 @@ SCHEMA = {
             "403": "foreign Origin, or a scope wider than the server grants",
             "408": "body too slow", "413": "body too large", "415": "not application/json",
             "421": "Host is not this server", "431": "headers too large",
-            "503": "over the deadline or the connection cap"}},
+            "500": "the server failed (details in its log, not the reply)",
+            "503": "over the deadline, or the queue is full (Retry-After)"}},
     },
 }
