@@ -31,7 +31,7 @@ import numpy as np
 from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
 from .filters import matches, scoped
-from .persist import CorruptIndexError, dumps, loads, read_manifest, save_atomic
+from .persist import CorruptIndexError, dumps, loads, parsing, read_manifest, reading, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, index_text, make_hit, records_from
 from .similarity import top_k
 from .text import STOPWORDS
@@ -281,26 +281,42 @@ class BM25Index(BaseRetriever):
     @classmethod
     def load(cls, path: str | Path) -> BM25Index:
         """Read an index saved by ``save``, verifying every file against the manifest."""
-        from scipy import sparse
 
         path = Path(path)
-        manifest = read_manifest(path, "BM25Index")
-        meta = json.loads((path / "bm25.json").read_text(encoding="utf-8"))
-        settings = meta["settings"]
-        self = cls(**{**settings, "tokenizer": Tokenizer(**settings["tokenizer"])})
-        self.items_ = loads((path / "records.json").read_text(encoding="utf-8"))
-        self.vocab_ = meta["vocab"]
-        self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
-        self.avgdl_ = float(self.doc_len_.mean()) if len(self.doc_len_) else 0.0
-        self.weights_ = sparse.load_npz(path / "weights.npz").tocsc()
-        # term counts: saved since updates came; an older save re-tokenises its records
-        self.tf_ = (sparse.load_npz(path / "tf.npz").tocsr() if "tf.npz" in manifest["files"]
-                    else self._term_counts(self.items_, dict(self.vocab_)))
-        self.df_ = np.bincount(self.tf_.indices, minlength=len(self.vocab_))
-        self.corpus_fingerprint_ = corpus_fingerprint(self.items_)
+        with reading(path):  # no save swaps path while its files are read
+            manifest = read_manifest(path, "BM25Index")
+            self = cls._read(path, "tf.npz" in manifest["files"])
         if self.corpus_fingerprint_ != manifest["corpus_fingerprint"]:
             raise CorruptIndexError(f"{str(path)!r}: records.json does not hold the corpus "
                                     f"the manifest describes; rebuild and save the index again")
+        return self
+
+    @classmethod
+    def _read(cls, path: Path, with_tf: bool) -> BM25Index:
+        """The index in verified folder ``path``; a file that passed its checksum but does not
+        parse, or whose shape does not fit the others, is a ``CorruptIndexError`` naming it."""
+        from scipy import sparse
+
+        with parsing(path / "bm25.json"):
+            meta = json.loads((path / "bm25.json").read_text(encoding="utf-8"))
+            settings = meta["settings"]
+            self = cls(**{**settings, "tokenizer": Tokenizer(**settings["tokenizer"])})
+            self.vocab_ = dict(meta["vocab"])
+            self.doc_len_, self.idf_ = np.array(meta["doc_len"]), np.array(meta["idf"])
+            self.avgdl_ = float(self.doc_len_.mean()) if len(self.doc_len_) else 0.0
+        with parsing(path / "records.json"):
+            self.items_ = loads((path / "records.json").read_text(encoding="utf-8"))
+            self.corpus_fingerprint_ = corpus_fingerprint(self.items_)
+        shape = (len(self.items_), len(self.vocab_))
+        with parsing(path / "weights.npz"):
+            self.weights_ = sparse.load_npz(path / "weights.npz").tocsc()
+            _fits(self.weights_.shape, shape, self.doc_len_.shape, self.idf_.shape)
+        # term counts: saved since updates came; an older save re-tokenises its records
+        with parsing(path / "tf.npz" if with_tf else path / "records.json"):
+            self.tf_ = (sparse.load_npz(path / "tf.npz").tocsr() if with_tf
+                        else self._term_counts(self.items_, dict(self.vocab_)))
+            _fits(self.tf_.shape, shape)
+            self.df_ = np.bincount(self.tf_.indices, minlength=len(self.vocab_))
         return self
 
     def _repr_state(self) -> str:
@@ -360,3 +376,10 @@ def term_weight(tf, doc_len, avgdl, idf, k1: float = 1.2, b: float = 0.75):
     0.0
     """
     return idf * tf / (tf + k1 * (1 - b + b * doc_len / avgdl))
+
+
+def _fits(matrix: tuple, shape: tuple, doc_len: tuple = (), idf: tuple = ()) -> None:
+    """``ValueError`` unless a saved matrix is (items × terms), with a length per item and an
+    IDF per term (when given): files that each pass their checksum but do not fit together."""
+    if tuple(matrix) != shape or doc_len not in ((), shape[:1]) or idf not in ((), shape[1:]):
+        raise ValueError(f"a {matrix} matrix for {shape[0]} items and {shape[1]} terms")

@@ -34,7 +34,7 @@ from .checks import check_k, check_query, check_threshold, check_vectors
 from .component import NotBuiltError
 from .embeddings import Encoder
 from .filters import matches, scoped, validate_where
-from .persist import CorruptIndexError, read_manifest, save_atomic
+from .persist import CorruptIndexError, read_manifest, reading, save_atomic
 from .retrieval import BaseRetriever, index_text, make_hit, records_from
 from .similarity import top_k
 from .stores import default_store, store_from_settings
@@ -275,21 +275,22 @@ class DenseIndex(BaseRetriever):
         when a file is missing or fails its checksum, ``EncoderMismatchError`` for another
         encoder."""
         path = Path(path)
-        m = read_manifest(path, "DenseIndex")
-        settings = dict(m["settings"])
-        if "store" not in settings:
-            raise CorruptIndexError(f"{str(path)!r} was saved by an older ragbook (no store "
-                                    f"settings in its manifest); rebuild and save it again")
-        store = store_from_settings(settings.pop("store"))
-        if encoder is None:  # the default model, in the precision the corpus was embedded in
-            encoder = Encoder(precision=Encoder.precision_of(m["encoder_fingerprint"]))
-        self = cls(encoder, store, **settings)
-        self.store_ = _fresh(store).read(path)
-        self.encoder_fingerprint_ = m["encoder_fingerprint"]
-        if self.store_.corpus_fingerprint != m["corpus_fingerprint"]:
-            raise CorruptIndexError(f"{str(path)!r}: the records read back by {self.store_!r} "
-                                    f"do not hold the corpus the manifest describes; rebuild "
-                                    f"and save the index again")
+        with reading(path):       # a save to the same path waits until every file is read
+            m = read_manifest(path, "DenseIndex")
+            settings = dict(m["settings"])
+            if "store" not in settings:
+                raise CorruptIndexError(f"{str(path)!r} was saved by an older ragbook (no store "
+                                        f"settings in its manifest); rebuild and save it again")
+            store = store_from_settings(settings.pop("store"))
+            if encoder is None:  # the default model, in the precision the corpus was embedded in
+                encoder = Encoder(precision=Encoder.precision_of(m["encoder_fingerprint"]))
+            self = cls(encoder, store, **settings)
+            self.store_ = _fresh(store).read(path)
+            self.encoder_fingerprint_ = m["encoder_fingerprint"]
+            if self.store_.corpus_fingerprint != m["corpus_fingerprint"]:
+                raise CorruptIndexError(f"{str(path)!r}: the records read back by {self.store_!r} "
+                                        f"do not hold the corpus the manifest describes; rebuild "
+                                        f"and save the index again")
         self.check_encoder()
         return self
 

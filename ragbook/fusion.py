@@ -30,7 +30,7 @@ from .checks import check_k, check_query, check_threshold
 from .component import NotBuiltError
 from .dense import DenseIndex, passage_vectors
 from .filters import scoped, validate_where
-from .persist import CorruptIndexError, read_manifest, save_atomic
+from .persist import CorruptIndexError, read_manifest, reading, save_atomic
 from .retrieval import BaseRetriever, corpus_fingerprint, records_from, trace_stage
 from .types import Chunk, Document, Hit, Retrieved, Stage
 
@@ -333,12 +333,13 @@ class HybridRetriever(BaseRetriever):
         the one that built the dense index."""
 
         path = Path(path)
-        manifest = read_manifest(path, "HybridRetriever")
-        settings = json.loads((path / "hybrid.json").read_text(encoding="utf-8"))
-        self = cls(DenseIndex.load(path / "dense", encoder=encoder),
-                   BM25Index.load(path / "bm25"),
-                   **{name: tuple(v) if isinstance(v, list) else v
-                      for name, v in settings.items()})
+        with reading(path):       # a save to the same path waits until every file is read
+            manifest = read_manifest(path, "HybridRetriever")
+            settings = json.loads((path / "hybrid.json").read_text(encoding="utf-8"))
+            self = cls(DenseIndex.load(path / "dense", encoder=encoder),
+                       BM25Index.load(path / "bm25"),
+                       **{name: tuple(v) if isinstance(v, list) else v
+                          for name, v in settings.items()})
         if self.corpus_fingerprint != manifest["corpus_fingerprint"]:
             raise CorruptIndexError(f"{str(path)!r}: the saved indexes do not hold the corpus "
                                     f"its manifest describes; rebuild and save it again")

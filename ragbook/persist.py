@@ -28,27 +28,36 @@ folders behave the same on Linux and macOS. In order:
    once ``path`` exists) and each ``.NAME.saving-*`` whose writer is gone (its pid is not
    a running process, or it is this process and no save of ours is using it). A temporary
    folder of a live save elsewhere is left alone.
+5. Reading: a loader holds ``reading(path)`` (a shared ``flock`` on the same parent folder)
+   while it checks the manifest and reads the files, so a swap waits for it and it never
+   sees a folder half old, half new, or missing between the two renames.
 
-Limits: a reader that loads while another process swaps may see the new files against the
-old manifest (``CorruptIndexError``; load again); a pid from another machine sharing the
-folder cannot be checked, so only save one index path from one machine at a time. Nothing
-is fsynced but the parent folder after the swap: a kill never loses a save, a power cut
-right after one may.
+``read_manifest`` accepts only plain names of regular files inside the folder (no symlink,
+FIFO or device: it could point outside or never end) and requires the files the kind needs.
+
+Limits: a loader is safe from a swap only if it holds ``reading`` around all its reads
+(``BM25Index.load`` does). A pid from another machine sharing the folder cannot be checked,
+so only save one index path from one machine at a time. Nothing is fsynced but the parent
+folder after the swap: a kill never loses a save, a power cut right after one may.
 
 >>> loads(dumps({"path": ("Library", "os")}))
 {'path': ('Library', 'os')}
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import stat
 import threading
+import zipfile
+import zlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +67,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FORMAT_VERSION", "CorruptIndexError", "dumps", "loads", "save_atomic",
-           "read_manifest", "recover"]
+           "read_manifest", "recover", "reading", "parsing"]
 
 FORMAT_VERSION = 3  # 3: corpus fingerprints cover metadata
 
@@ -110,12 +119,66 @@ def loads(text: str) -> Any:
 
 
 # -- atomic, checksummed saves ------------------------------------------------------------------
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _read_regular(path: Path, each) -> None:
+    """Feed the bytes of regular file ``path`` to ``each``, block by block. Refuses a symlink,
+    FIFO or device (``CorruptIndexError``: it could point outside the folder or never end;
+    opened without following links or blocking) and reads no more than its size when opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise _not_regular(path, "is a symlink") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, "is a FIFO, device or folder")
+        left = info.st_size + 1  # one byte more: a file that grew no longer matches
+        while left > 0 and (block := f.read(min(1 << 20, left))):
+            each(block)
+            left -= len(block)
+
+
+def _not_regular(path: Path, what: str) -> CorruptIndexError:
+    return CorruptIndexError(f"{str(path)!r} {what}, where a save writes a plain file (it "
+                             f"could point outside the folder or never end)", "rebuild and "
+                             "save the index again, or restore the folder from a backup")
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    _read_regular(path, h.update)
     return h.hexdigest()
+
+
+def _read_text(path: Path) -> str:
+    parts: list[bytes] = []
+    _read_regular(path, parts.append)
+    return b"".join(parts).decode("utf-8")
+
+
+# What a file of a saved index that passed its checksum may still raise when parsed: it was
+# damaged before the save took its checksum, or edited with the manifest re-hashed.
+DAMAGED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError,
+           EOFError, zipfile.BadZipFile, zlib.error)
+
+
+@contextmanager
+def parsing(file: str | os.PathLike) -> Iterator[None]:
+    """Turn what a damaged ``file`` raises while a loader parses it (bad JSON, a wrong shape,
+    a broken zip, nesting too deep) into ``CorruptIndexError`` naming the file and the fix."""
+    try:
+        yield
+    except CorruptIndexError:
+        raise
+    except DAMAGED as err:
+        reason = f"{type(err).__name__}: {str(err)[:200]}".rstrip(": ")
+        raise CorruptIndexError(f"{str(file)!r} is damaged ({reason})",
+                                "rebuild and save the index again, or restore the folder "
+                                "from a backup") from None
 
 
 _REGISTRY = threading.Lock()                    # guards the two below
@@ -145,6 +208,35 @@ def _swap_lock(folder: Path) -> Iterator[int | None]:
         finally:
             if fd is not None:
                 os.close(fd)  # releases the flock
+
+
+_HELD = threading.local()  # .folders: parent folders this thread holds ``reading`` on
+
+
+def _held() -> dict[str, int]:
+    return _HELD.__dict__.setdefault("folders", {})
+
+
+@contextmanager
+def reading(path: str | os.PathLike) -> Iterator[None]:
+    """Hold while reading the index saved at ``path``: a shared ``flock`` on its parent
+    folder, the lock a save holds exclusively for its swap, so no save swaps ``path`` while
+    its files are read (the load sees the old save or the new one, whole). Readers do not
+    wait for each other; a thread may nest it. Restores a save killed mid-swap first."""
+    path = Path(path)
+    recover(path)  # before the shared lock: recovery takes the lock exclusively
+    key, held, fd = os.path.realpath(path.parent), _held(), None
+    if not held.get(key) and fcntl is not None:
+        with suppress(OSError):  # no folder we may open, or no flock: read without the lock
+            fd = os.open(path.parent, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+    held[key] = held.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        held[key] -= 1
+        if fd is not None:
+            os.close(fd)  # releases the flock
 
 
 def _leftovers(path: Path) -> Iterator[tuple[Path, str, int]]:
@@ -274,6 +366,8 @@ def recover(path: str | os.PathLike) -> bool:
     path = Path(path)
     if (path / "manifest.json").exists() or not path.name or not path.parent.is_dir():
         return False
+    if _held().get(os.path.realpath(path.parent)):  # this thread reads there: recovered
+        return False  # before its lock (waiting for the exclusive lock would deadlock)
     try:
         with _swap_lock(path.parent):
             return _recover(path) is not None
@@ -281,23 +375,50 @@ def recover(path: str | os.PathLike) -> bool:
         return False
 
 
+# Files each kind's loader reads (besides manifest.json): a manifest must list them, so one
+# whose "files" was emptied or trimmed cannot switch their checksums off.
+REQUIRED_FILES = {"BM25Index": ("bm25.json", "records.json", "weights.npz"),
+                  "HybridRetriever": ("hybrid.json",)}
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _entry(path: Path, name: Any, digest: Any) -> Path:
+    """The file a manifest entry names, if it is a plain name inside ``path`` with a SHA-256;
+    else ``CorruptIndexError`` naming the entry."""
+    plain = (isinstance(name, str) and name not in ("", ".", "..", "manifest.json")
+             and not any(c in name for c in "/\\\0") and not os.path.isabs(name))
+    if not plain or not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        what = "a file name inside the folder" if not plain else f"a SHA-256 ({digest!r})"
+        raise CorruptIndexError(f"{str(path / 'manifest.json')!r} lists {name!r}, which is not "
+                                f"{what}: the manifest was edited",
+                                "rebuild and save the index again")
+    return path / name
+
+
 def read_manifest(path: str | os.PathLike, kind: str) -> dict:
     """Check a folder written by ``save_atomic`` and return its manifest; raise
-    ``CorruptIndexError`` naming the file that is missing or changed."""
+    ``CorruptIndexError`` naming the file that is missing, changed, not a plain file, or an
+    entry naming something outside the folder. Holds ``reading(path)`` while it checks; a
+    loader that reads the files afterwards holds it around both."""
     path = Path(path)
+    with reading(path):
+        return _check(path, kind)
+
+
+def _check(path: Path, kind: str) -> dict:
     mf = path / "manifest.json"
-    recover(path)
     if not mf.exists() and (path.parent / "manifest.json").is_file():
         raise CorruptIndexError(f"{str(path)!r} is missing from the index saved in "
                                 f"{str(path.parent)!r}", "rebuild and save the index again")
-    if not mf.exists():
+    if not mf.exists() and not mf.is_symlink():
         raise FileNotFoundError(f"no saved {kind} in {str(path)!r} (no manifest.json); save "
                                 f"one with .save(path) first")
     try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorruptIndexError(f"{str(mf)!r} is not a readable manifest ({err}); the save is "
-                                f"damaged: rebuild and save the index again") from None
+        manifest = json.loads(_read_text(mf))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        reason = str(err)[:200] or "nested too deep"
+        raise CorruptIndexError(f"{str(mf)!r} is not a readable manifest ({reason}); the save "
+                                f"is damaged: rebuild and save the index again") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise CorruptIndexError(f"{str(mf)!r} is not a ragbook manifest (expected a JSON object "
                                 f"with 'kind' and 'files'); rebuild and save the index again")
@@ -308,9 +429,16 @@ def read_manifest(path: str | os.PathLike, kind: str) -> dict:
         raise CorruptIndexError(
             f"{str(path)!r} was saved in format {manifest.get('format_version')}, this "
             f"ragbook reads format {FORMAT_VERSION}; rebuild and save the index again")
-    for name, digest in manifest["files"].items():
-        f = path / name
-        if not f.exists():
+    files = manifest["files"]
+    unlisted = [n for n in REQUIRED_FILES.get(kind, ()) if n not in files]
+    if unlisted or not files:
+        raise CorruptIndexError(f"{str(mf)!r} lists no checksum for "
+                                f"{unlisted[0] if unlisted else 'any file'!r}, which every "
+                                f"saved {kind} has (the manifest was edited)",
+                                "rebuild and save the index again")
+    checked = [(_entry(path, name, digest), digest) for name, digest in files.items()]
+    for f, digest in checked:
+        if not (f.exists() or f.is_symlink()):
             raise CorruptIndexError(f"{str(f)!r} is missing; the save in {str(path)!r} is "
                                     f"incomplete: rebuild and save the index again")
         if _sha256(f) != digest:
