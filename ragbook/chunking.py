@@ -132,11 +132,12 @@ def _token_spans(text: str, a: int, b: int) -> tuple[list[int], list[int]]:
 
 # -- the recursive splitter ----------------------------------------------------------------
 
-_HEADING = re.compile(r"\n[ \t]*\n\s*(?=#)")        # a blank line before a markdown heading
-_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
+# a whitespace run before a markdown heading, tried once per run (the look-behind fails
+# mid-run, the possessive run never backtracks): linear however long the run
+_HEADING = re.compile(r"(?<!\s)\s++(?=#)")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")         # a blank line; in a _HEADING run: the cut
 _SENTENCE = re.compile(r"(?<=[.!?:;])(?<!\d[.])\s+|\n\s*")  # "4. Click" is a list item, not an end
 _WORD = re.compile(r"\s+")
-_BREAK = re.compile(r"\s+(?=\S)")                   # ends where a word starts
 _NONSPACE = re.compile(r"\S")
 
 
@@ -184,10 +185,10 @@ class _Scan:
         if n - a <= _PIECE:
             return n
         limit = a + _PIECE
-        m = (_BREAK.search(text, a + _PIECE // 2, limit + 1)
-             or _BREAK.search(text, a + 1, limit + 1))
-        if m:
-            return m.end()
+        for lo in (a + _PIECE // 2, a + 1):  # a word start: one step per whitespace run
+            m = _WORD.search(text, lo, limit + 1)
+            if m and m.end() <= limit:
+                return m.end()
         if not text[limit].isspace():
             return limit                    # inside a word longer than a piece
         m = _NONSPACE.search(text, limit)
@@ -203,7 +204,11 @@ class _Scan:
         if b == len(text) and (not self.word_ends or self.word_ends[-1] != self.end_of_text):
             self.word_ends.append(self.end_of_text)
         see = min(b + 1, len(text))         # a heading's look-ahead sees past the piece
-        for cuts, rx in zip(self.levels, (_HEADING, _PARAGRAPH, _SENTENCE), strict=True):
+        for m in _HEADING.finditer(text, a, see):   # the cut: the run's first blank line
+            blank = _PARAGRAPH.search(text, m.start(), m.end())
+            if blank and blank.start() < b:
+                self.levels[0].add(blank.start())
+        for cuts, rx in zip(self.levels[1:], (_PARAGRAPH, _SENTENCE), strict=True):
             cuts.update(m.start() for m in rx.finditer(text, a, see) if m.start() < b)
         if self.length == "tokens":
             starts, ends = _token_spans(text, a, b)
@@ -259,9 +264,13 @@ class RecursiveSplitter:
         scan = _Scan(text, self.length, start, end_of_text)
         chunks: list[Chunk] = []
         meta = page_metadata(doc)       # once per document: a planted page marks every chunk
+        end = -1
         while start < end_of_text:
             scan.read_past(start, self.size)
-            end = self._choose_end(start, scan)
+            floor, end = end, self._choose_end(start, scan, end)
+            if end is None:  # from the overlap, nothing past the last end fits: no overlap
+                start, end = _next_word(floor, scan), floor
+                continue
             chunks.append(Chunk(id=f"{doc.id}:{start}-{end}", doc_id=doc.id,
                                 text=text[start:end], start=start, end=end,
                                 metadata=dict(meta)))
@@ -274,7 +283,8 @@ class RecursiveSplitter:
             scan.forget_before(start)
         return chunks
 
-    def _choose_end(self, start: int, scan: _Scan) -> int:
+    def _choose_end(self, start: int, scan: _Scan, floor: int) -> int | None:
+        # past ``floor`` (the previous end), so every chunk adds new text; None if none fits
         # the farthest word end that still fits (binary search: length grows with end)
         word_ends = scan.word_ends
         i = bisect.bisect_right(word_ends, start)
@@ -288,10 +298,12 @@ class RecursiveSplitter:
         if best is None:  # a single word longer than size: cut it (the documented exception)
             return self._cut_word(start, word_ends[i] if i < len(word_ends) else scan.hi, scan)
         limit = word_ends[best]
+        if limit <= floor:
+            return None
         if limit >= scan.end_of_text:
             return scan.end_of_text
         # prefer the coarsest structure in the second half of the window
-        half = start + (limit - start) // 2
+        half = max(start + (limit - start) // 2, floor)
         for cuts in scan.levels:
             fits = [e for e in word_ends[i:best + 1] if e in cuts and e > half]
             if fits:
@@ -311,9 +323,7 @@ class RecursiveSplitter:
         return end
 
     def _next_start(self, start: int, end: int, scan: _Scan) -> int:
-        word_starts = scan.word_starts
-        after = bisect.bisect_left(word_starts, end)
-        nxt = word_starts[after] if after < len(word_starts) else end
+        word_starts, nxt = scan.word_starts, _next_word(end, scan)
         if self.overlap == 0:
             return nxt
         # the earliest word start inside the chunk whose tail fits in the overlap budget,
@@ -330,6 +340,12 @@ class RecursiveSplitter:
             else:
                 lo = mid + 1
         return best if best is not None else nxt
+
+
+def _next_word(end: int, scan: _Scan) -> int:
+    """The first word start at or after ``end`` (``end`` if none has been read)."""
+    after = bisect.bisect_left(scan.word_starts, end)
+    return scan.word_starts[after] if after < len(scan.word_starts) else end
 
 
 def sliding_window_chunks(doc: Document, size: int, overlap: int = 0) -> list[Chunk]:
@@ -364,19 +380,10 @@ def index_premium(n_chunks: int, n_chunks_without_overlap: int) -> float:
 
 
 def _gaps(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    covered = [False] * len(text)
-    for s, e in spans:
-        covered[s:e] = [True] * (e - s)
-    gaps, s = [], None
-    for i, ch in enumerate(text):
-        if not covered[i] and not ch.isspace():
-            s = i if s is None else s
-        elif s is not None:
-            gaps.append((s, i))
-            s = None
-    if s is not None:
-        gaps.append((s, len(text)))
-    return gaps
+    chars = list(text)
+    for s, e in spans:  # blank out what the spans cover: what is left is in no chunk
+        chars[s:e] = " " * (e - s)
+    return [m.span() for m in re.finditer(r"\S+", "".join(chars))]
 
 
 def coverage_gaps(doc: Document, chunks: Sequence[Chunk]) -> list[tuple[int, int]]:
@@ -392,8 +399,8 @@ def split_problem(text: str, spans, size: int,
     The contract: at least one chunk for a non-empty text; each chunk at most ``size``
     (measured by ``length``), non-empty, without surrounding whitespace, not cutting a word
     in two (unless the word alone is longer than ``size``); every non-space character in
-    some chunk; chunks in document order. Graders and tests use it to judge splitters
-    whose cut points legitimately differ.
+    some chunk; chunks in document order, each ending past the one before. Graders and
+    tests use it to judge splitters whose cut points legitimately differ.
 
     >>> text = "One two. Three four."
     >>> split_problem(text, [(0, 8), (9, 20)], 12) is None
@@ -436,4 +443,8 @@ def split_problem(text: str, spans, size: int,
         return f"characters from offset {a} are in no chunk: {text[a:a + 30]!r}"
     if [s for s, _ in spans] != sorted(s for s, _ in spans):
         return "chunks are not in document order"
+    for before, (s, e) in zip(spans, spans[1:], strict=False):
+        if e <= before[1]:
+            return (f"chunk {(s, e)} ends where the chunk before it, {before}, ended (or "
+                    f"earlier): it adds no new text; start it where it can reach past that end")
     return None

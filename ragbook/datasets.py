@@ -133,28 +133,28 @@ def _index(ds: LabelledSet) -> dict[str, Document]:
 
 # -- help centre ---------------------------------------------------------------------------
 
-_FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S | re.M)
 
 
 def split_front_matter(raw: str, source: str = "text") -> tuple[dict[str, str], str]:
     """``(metadata, body)`` of a Markdown text that may open with a front-matter block:
-    ``---``, plain ``key: value`` lines (values kept as str), ``---``. No block gives
-    ``({}, raw)``; a line without a colon is an error naming ``source``.
+    ``---``, plain ``key: value`` lines (values kept as str, without surrounding quotes; blank
+    and ``# comment`` lines skipped), ``---`` or ``...``. No block gives ``({}, raw)``; any
+    other line (a YAML list) is an error naming ``source``: YAML is not parsed.
 
-    >>> split_front_matter("---\\nstatus: current\\n---\\n# Refunds\\n")
+    >>> split_front_matter("---\\nstatus: 'current'\\n---\\n# Refunds\\n")
     ({'status': 'current'}, '# Refunds\\n')
     """
-    m = _FRONT.match(raw)
-    if not m:
-        return {}, raw
-    meta = {}
-    for line in m.group(1).splitlines():
+    meta, m = {}, _FRONT.match(raw)
+    for line in (m.group(1) if m else "").splitlines():
         key, sep, value = line.partition(":")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
         if not sep or not key.strip():
             raise ValueError(f"{source}: front-matter line {line!r} is not 'key: value'; "
                              f"write one 'key: value' per line between the '---' lines")
-        meta[key.strip()] = value.strip()
-    return meta, raw[m.end():]
+        meta[key.strip()] = re.sub(r"""\A(["'])(.*)\1\Z""", r"\2", value.strip())  # "a" -> a
+    return meta, (raw[m.end():] if m else raw)
 
 
 def _read_article(path: Path) -> Document:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .bm25 import BM25Index
 from .chunking import chunk_documents
-from .convert import CONVERTERS, MAX_BYTES, convert, valid_unicode
+from .convert import CONVERTERS, MAX_BYTES, MAX_CHARS, convert, valid_unicode
 from .datasets import split_front_matter
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
@@ -52,17 +52,17 @@ OWNED_KEYS = frozenset({"format", "pages", "page_starts"})
 
 
 def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
-                   max_bytes: int = MAX_BYTES) -> list[Document]:
+                   max_bytes: int = MAX_BYTES, max_chars: int = MAX_CHARS) -> list[Document]:
     """The documents under ``path``: a folder, a ``.jsonl`` file, or one file it can read.
 
     **A folder**: every ``*.md``, ``*.markdown`` and ``*.txt`` below it (recursively, sorted;
-    hidden files and folders such as ``.git`` are skipped). A document's id is its path
-    relative to the folder without the suffix, with ``/`` separators (``billing/refunds``),
-    so ids are stable across machines and re-runs. An optional front-matter block at the top
-    (``---``, plain ``key: value`` lines, ``---``) becomes ``metadata`` (values as str) and is
-    removed from the text; keys only the converters set (``OWNED_KEYS``, such as a
-    PDF's ``page_starts``) are ignored, with a warning. A Markdown file's HTML comments and
-    hidden HTML elements, which its rendered page never shows, are left out
+    hidden files and folders such as ``.git``, and links to them, are skipped). A document's id
+    is its path relative to the folder without the suffix (``billing/refunds``): stable across
+    machines and re-runs. A front-matter block at the top (``split_front_matter``:
+    ``key: value`` lines between ``---`` lines) becomes ``metadata`` and is removed from the
+    text; keys only the converters set (``OWNED_KEYS``, such as a PDF's ``page_starts``) are
+    ignored, with a warning. A Markdown file's HTML comments and hidden HTML elements (never
+    shown on its rendered page) are left out, from a front-matter title too
     (``markdown_text.visible``). The title is the first ``# `` heading of a Markdown file
     (outside code fences), else the front matter's ``title``, else the file name.
 
@@ -70,15 +70,16 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
     ``title`` (str) and ``metadata`` (an object) optional; other keys are ignored. Errors
     name the line number and the field.
 
-    Documents with blank text are skipped with one warning that counts them and names the
-    first few: an empty file (or one holding only front matter) is common in a docs folder
-    and should not stop an index build. Duplicate ids, a missing path and a folder without
-    matching files are errors that name the file and the fix. In a folder, a file that
-    cannot be read (not UTF-8, front matter not in ``key: value`` form, no read permission)
-    is skipped with a warning that names it, why and the fix, like an unconvertible PDF
-    below; the returned list's ``skipped`` maps such ids to the reason (``sync_index`` keeps
-    their previous chunks). Given on its own, such a file is an error. Lone surrogates (not
-    valid Unicode) in a converted text or a file name become U+FFFD, with a warning.
+    Documents with blank text are skipped with one warning that counts them and names the first
+    few: an empty file (or one holding only front matter) is common in a docs folder and should
+    not stop an index build. Duplicate ids, a missing path and a folder without matching files
+    are errors that name the file and the fix. In a folder, a file that cannot be read (not
+    UTF-8, over ``max_bytes``, front matter not ``key: value``, no access) is skipped with a
+    warning that names it, why and the fix, like an unconvertible PDF below; the returned list's
+    ``skipped`` maps such ids to the reason (``sync_index`` keeps their previous chunks). Given
+    on its own, such a file is an error. Lone surrogates (not valid Unicode) in any text or file
+    name become U+FFFD, and invisible characters (tag characters, zero-width spaces, bidi
+    controls) are removed, with a warning. Text past ``max_chars`` is cut, with a warning.
 
     A file that is a link to somewhere outside the folder is skipped with a warning (its
     target was not meant to be served); ``follow_links_out=True`` reads it, and says so.
@@ -98,30 +99,29 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
         raise FileNotFoundError(f"{str(path)!r} does not exist; give a folder of "
                                 f"{'/'.join(SUFFIXES)} files or a .jsonl file")
     if path.is_dir():
-        docs = _read_folder(path, follow_links_out, max_bytes)
+        docs = _read_folder(path, follow_links_out, (max_bytes, max_chars))
     elif not path.is_file():  # opening a named pipe waits for a writer: forever
         raise ValueError(f"{str(path)!r} is not a regular file (a named pipe, socket or "
                          f"device); give a folder, a .jsonl file or a document file")
     elif path.suffix.lower() == ".jsonl":
         docs = _read_jsonl(path)
     elif path.suffix.lower() in SUFFIXES:
-        docs = [_read_one(path, path.stem, max_bytes)]
+        docs = [_read_one(path, path.stem, (max_bytes, max_chars))]
     else:
         raise ValueError(f"cannot read {str(path)!r} (suffix {path.suffix!r}); give a folder "
                          f"of {'/'.join(SUFFIXES)} files, one such file, or a .jsonl file")
     return _drop_blank(docs, path)
 
 
-def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Document]:
+def _read_folder(root: Path, follow_links_out: bool, caps: tuple[int, int]) -> list[Document]:
     named = sorted(p for p in root.rglob("*") if p.suffix.lower() in SUFFIXES
                    and not any(part.startswith(".") for part in p.relative_to(root).parts))
     files = [p for p in named if p.is_file()]
     _not_regular([p for p in named if not p.is_file() and not p.is_dir()], root)
-    inside = root.resolve()
-    outside = [f for f in files if not f.resolve().is_relative_to(inside)]
+    inside, resolved = root.resolve(), {f: f.resolve() for f in files}
+    outside = [f for f in files if not resolved[f].is_relative_to(inside)]
     if outside:  # a link out of the folder: its target was never meant to be served
-        shown = ", ".join(repr(str(f)) for f in outside[:3]) + (", ..." if len(outside) > 3
-                                                                 else "")
+        shown = ", ".join(repr(str(f)) for f in outside[:3]) + ", ..." * (len(outside) > 3)
         if follow_links_out:
             warnings.warn(f"reading {len(outside)} file(s) under {str(root)!r} that link to "
                           f"places outside it ({shown}), as follow_links_out=True asks",
@@ -130,7 +130,14 @@ def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Doc
             warnings.warn(f"skipped {len(outside)} file(s) under {str(root)!r} that link to "
                           f"places outside it ({shown}); copy the files in to index them, "
                           f"or pass follow_links_out=True", stacklevel=3)
-            files = [f for f in files if f not in outside]
+            files = [f for f in files if resolved[f].is_relative_to(inside)]
+    hidden = {f for f in files if resolved[f].is_relative_to(inside) and any(
+        p.startswith(".") for p in resolved[f].relative_to(inside).parts)}
+    if hidden:  # notes.txt -> .secret/env.txt: the file is hidden, whatever the link is called
+        warnings.warn(f"skipped {len(hidden)} file(s) under {str(root)!r} that link to hidden "
+                      f"files or folders ({', '.join(repr(str(f)) for f in sorted(hidden)[:3])}); "
+                      f"copy the files to a visible path to index them", stacklevel=3)
+        files = [f for f in files if f not in hidden]
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")
@@ -143,7 +150,7 @@ def _read_folder(root: Path, follow_links_out: bool, max_bytes: int) -> list[Doc
                              f"one of them")
         source[doc_id] = f
         try:  # one bad file, of any format, must not stop the index of the rest
-            docs.append(_read_one(f, f.relative_to(root).with_suffix("").as_posix(), max_bytes))
+            docs.append(_read_one(f, f.relative_to(root).with_suffix("").as_posix(), caps))
         except (ValueError, OSError) as err:
             skipped[doc_id] = str(err)
             warnings.warn(f"skipped: {err}", stacklevel=3)
@@ -177,13 +184,13 @@ class Documents(list):
         self.skipped = dict(skipped or {})
 
 
-def _read_one(path: Path, doc_id: str, max_bytes: int) -> Document:
-    """One file as a Document, its id, title and text valid Unicode (``valid_unicode``);
-    an unreadable file raises ``ValueError`` (``ConversionError``) naming it and the fix."""
+def _read_one(path: Path, doc_id: str, caps: tuple[int, int]) -> Document:
+    """One file as a Document within ``caps`` (max_bytes, max_chars), its text valid Unicode
+    (``valid_unicode``); an unreadable file raises ``ValueError`` naming it and the fix."""
     try:
         if path.suffix.lower() in CONVERTERS:
-            return convert(path, doc_id, max_bytes)   # checks its own Unicode
-        return valid_unicode(_read_file(path, doc_id), path)
+            return convert(path, doc_id, *caps)   # checks its own Unicode
+        return valid_unicode(_read_file(path, doc_id, *caps), path)
     except PermissionError as err:
         raise ValueError(f"{str(path)!r} could not be read ({err.strerror}); give yourself "
                          f"read access (chmod +r), or remove it") from None
@@ -221,8 +228,11 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_file(path: Path, doc_id: str) -> Document:
+def _read_file(path: Path, doc_id: str, max_bytes: int, max_chars: int) -> Document:
     where = repr(str(path))     # a file name may hold escape sequences: shown, never obeyed
+    if (size := path.stat().st_size) > max_bytes:  # refused unread, as convert() does
+        raise ValueError(f"{where} is {size:,} bytes, over the limit max_bytes={max_bytes:,}; "
+                         f"split the file, or pass a larger max_bytes")
     meta, body = split_front_matter(_decode(path.read_bytes(), where), where)
     owned = sorted(OWNED_KEYS & meta.keys())
     if owned:  # a page map read from text would crash pages_of, or point at the wrong pages
@@ -232,9 +242,18 @@ def _read_file(path: Path, doc_id: str) -> Document:
         meta = {k: v for k, v in meta.items() if k not in OWNED_KEYS}
     markdown = path.suffix.lower() in _MARKDOWN
     body = visible(body) if markdown else body  # no comments, no hidden HTML (markdown_text)
+    if markdown and "title" in meta:  # a title hides nothing the body may not
+        meta["title"] = visible(meta["title"]).strip()
     # the loaders' convention (datasets.load_helpcentre): no blank lines at either end, one
     # final newline, so the same article read either way chunks to the same ids and offsets
     text = body.strip("\n") + "\n" if body.strip() else ""
+    if len(text) > max_chars:  # cut at a word boundary, as convert() does
+        cut = text.rfind(" ", 0, max_chars)
+        cut = cut if cut > max_chars // 2 else max_chars
+        warnings.warn(f"{where} holds {len(text):,} characters, over max_chars={max_chars:,}; "
+                      f"only the first {cut:,} are indexed. Split the file, or pass a larger "
+                      f"max_chars", stacklevel=4)
+        text = text[:cut].rstrip() + "\n"
     heading = _first_heading(text) if markdown else None
     return Document(id=doc_id, text=text, title=heading or meta.get("title") or path.stem,
                     metadata=meta)

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -153,6 +155,7 @@ def test_bad_length_is_explained():
     ([(0, 6), (6, 26)], "cuts a word in two"),
     ([(0, 8)], "in no chunk: 'Three four. Five.'"),
     ([(9, 26), (0, 8)], "not in document order"),
+    ([(0, 8), (4, 8), (9, 26)], "ends where the chunk before it, (0, 8), ended"),
     ([(0, 8), (9, 30)], "not inside the text"),
     ([(0, 8, 1)], "expected a list of (start, end) pairs"),
     (None, "expected a list of (start, end) pairs"),
@@ -224,3 +227,42 @@ def test_same_chunks_as_langchain_where_the_algorithms_agree():
     mine = [(c.start, c.end) for c in ours.split(doc)]
     assert mine == langchain_spans(lc, doc.text)
     assert [doc.text[s:e] for s, e in mine] == paragraphs
+
+
+@pytest.mark.parametrize("run", ["\n", " ", " \n"])
+def test_a_long_whitespace_run_chunks_in_linear_time(run):
+    """200 KB of blank lines took minutes: the heading pattern rescanned the rest of the run
+    from every newline in it, and the search for where a piece may end rescanned a window of
+    spaces from every position. Now each run is scanned once."""
+    text = "Alpha beta." + run * (200_000 // len(run)) + "Gamma delta.\n"
+    began = time.perf_counter()
+    chunks = RecursiveSplitter(size=50, overlap=10, length="chars").split(Document("d", text))
+    assert time.perf_counter() - began < 10
+    assert [(c.start, c.end) for c in chunks] == [(0, 11), (len(text) - 13, len(text) - 1)]
+
+
+@pytest.mark.parametrize("text,size,overlap,spans", [
+    ("one two three four five six " + "x" * 60 + " tail", 30, 10,
+     [(0, 27), (28, 58), (58, 88), (89, 93)]),
+    ("Alpha beta gamma delta epsilon.\n\nhttps://example.com/" + "a" * 50, 40, 20,
+     [(0, 31), (33, 73), (73, 103)]),
+])
+def test_every_chunk_ends_past_the_one_before(text, size, overlap, spans):
+    """When the word after a chunk did not fit, the overlap start gave chunks that repeated
+    its tail and added nothing: (0, 27), (19, 27), (24, 27). A chunk that cannot reach past
+    the last end from the overlap starts at the next word instead."""
+    got = [(c.start, c.end) for c in RecursiveSplitter(size=size, overlap=overlap,
+                                                       length="chars").split(Document("d", text))]
+    assert split_problem(text, got, size) is None
+    assert got == spans
+
+
+def test_help_centre_chunks_each_add_new_text():
+    """With a large overlap on short chunks, 92 help-centre articles got chunks that ended
+    where the chunk before them ended."""
+    splitter = RecursiveSplitter(size=40, overlap=39, length="chars")
+    for doc in load_helpcentre().documents:
+        spans = [(c.start, c.end) for c in splitter.split(doc)]
+        ends = [e for _, e in spans]
+        assert ends == sorted(set(ends)), doc.id
+        assert split_problem(doc.text, spans, 40) is None, doc.id
