@@ -36,6 +36,7 @@ drawn invisible (render mode 3), except a scan's OCR layer (its only text, over 
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import stat
@@ -54,7 +55,7 @@ from .conversion import (
     unreadable,
 )
 from .docx_text import read_docx
-from .html_hiding import HIDING_CLASSES, sheet_hides, style_hides
+from .html_hiding import hidden_by, sheet_hides, style_hides
 from .pdf_text import read_pdf
 from .types import Document
 
@@ -112,22 +113,44 @@ def convert(path: str | os.PathLike, doc_id: str | None = None,
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What no reader sees but a model reads, or a search splits words at: Unicode tag characters,
+# zero-width space, word joiner, bidi embeddings/overrides/isolates. Not ZWJ and ZWNJ
+# (U+200D, U+200C): scripts and emoji need them.
+_INVISIBLE = re.compile("[\U000e0000-\U000e007f\u200b\u2060\u202a-\u202e\u2066-\u2069]")
 
 
 def valid_unicode(doc: Document, path: str | os.PathLike) -> Document:
     """``doc`` with each lone surrogate in its id, title or text (half of a UTF-16 pair: from a
     PDF font map, or a file name that is not UTF-8) replaced by U+FFFD, with a warning naming
-    the file: no tokenizer or index file can store one, and it must not fail a later stage."""
+    the file: no tokenizer or index file can store one, and it must not fail a later stage.
+    Invisible characters (``_INVISIBLE``) are removed from its title and text, with a warning
+    counting them: they can hide an instruction a reader never sees (tag characters spell
+    text), reverse what is shown, or split a word so search misses it. Every format passes
+    through here (``convert`` and ``ingest.read_documents``); a page map follows the text."""
     fields = {"id": doc.id, "title": doc.title, "text": doc.text}
     bad = [name for name, value in fields.items() if _SURROGATE.search(value)]
-    if not bad:
+    gone = [m.start() for m in _INVISIBLE.finditer(doc.text)]
+    hidden = len(gone) + len(_INVISIBLE.findall(doc.title))
+    if not bad and not hidden:
         return doc
-    warnings.warn(f"{str(path)!r}: its {' and '.join(bad)} held lone surrogates (characters "
-                  f"that are not valid Unicode: a broken font map, or a file name that is not "
-                  f"UTF-8); replaced them with U+FFFD. Rename the file in UTF-8 or save it "
-                  f"again to keep those characters", stacklevel=3)
-    fixed = {name: _SURROGATE.sub("\ufffd", value) for name, value in fields.items()}
-    return Document(**fixed, metadata=doc.metadata)
+    if bad:
+        warnings.warn(f"{str(path)!r}: its {' and '.join(bad)} held lone surrogates (characters "
+                      f"that are not valid Unicode: a broken font map, or a file name that is "
+                      f"not UTF-8); replaced them with U+FFFD. Rename the file in UTF-8 or save "
+                      f"it again to keep those characters", stacklevel=3)
+    fields = {name: _SURROGATE.sub("\ufffd", value) for name, value in fields.items()}
+    meta = dict(doc.metadata)
+    if hidden:
+        warnings.warn(f"{str(path)!r}: removed {hidden} invisible character(s) (Unicode tag "
+                      f"characters, zero-width spaces, word joiners or bidirectional controls) "
+                      f"that could hide text from a reader or split words for search; check "
+                      f"the file for hidden instructions, and delete them from it to silence this",
+                      stacklevel=3)
+        fields["title"], fields["text"] = (_INVISIBLE.sub("", fields[k]) for k in ("title", "text"))
+        starts = meta.get("page_starts")
+        if isinstance(starts, list) and all(isinstance(s, int) for s in starts):
+            meta["page_starts"] = [s - bisect.bisect_left(gone, s) for s in starts]
+    return Document(**fields, metadata=meta)
 
 
 # -- PDF: the pages a hit comes from ------------------------------------------------------------
@@ -269,16 +292,16 @@ def _boilerplate(soup, bs4) -> list:
 
 
 def _is_boilerplate(tag, held: int, in_section: bool,
-                    sheet: tuple[set[str], set[str]] = (set(), set())) -> bool:
+                    sheet: tuple = (set(), set(), set())) -> bool:
     """``tag`` is dropped: boilerplate, or hidden. ``held``: what it holds below it
     (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section;
-    ``sheet``: the classes and ids the page's style sheets hide (``_sheet_hides``)."""
+    ``sheet``: what the page's style sheets hide (``html_hiding.sheet_hides``)."""
     if tag.name in _DROP or (_attr(tag, "role").split() or [""])[0] in _DROP_ROLES:
         return not _holds_content(tag, held)
     classes = {c.lower() for c in tag.get_attribute_list("class") if c}
     if tag.has_attr("hidden") or _attr(tag, "aria-hidden") == "true" \
             or style_hides(tag.get("style") or "") \
-            or (HIDING_CLASSES | sheet[0]) & classes or _attr(tag, "id") in sheet[1]:
+            or hidden_by(sheet, tag.name.lower(), classes, _attr(tag, "id")):
         return True
     # the page's header and footer are boilerplate; an article's own header, or any header
     # with a heading in it, holds the title

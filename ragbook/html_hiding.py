@@ -1,13 +1,14 @@
 """What CSS hides: the HTML converter's test of whether a reader of the rendered page sees
 an element (``ragbook.convert``). Text a browser never shows is where planted instructions
 hide, so it is not indexed: inline styles (``style_hides``), the "visually hidden" classes
-of CSS frameworks (``HIDING_CLASSES``), and the page's own style-sheet rules for single
-classes and ids (``sheet_hides``)."""
+of CSS frameworks (``HIDING_CLASSES``), and the page's own style-sheet rules for classes,
+ids and tags combined with them (``sheet_hides``)."""
 from __future__ import annotations
 
 import re
 
-__all__ = ["css", "style_hides", "sheet_hides", "HIDING_CLASSES"]
+__all__ = ["css", "style_hides", "sheet_hides", "hidden_by", "hiding_selectors", "selected",
+           "HIDING_CLASSES"]
 
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.S)
@@ -42,30 +43,93 @@ def _unescape(match: re.Match) -> str:
 def style_hides(style: str) -> bool:
     """The inline style makes its element invisible: ``display:none``, ``visibility:hidden``
     (or ``collapse``), ``content-visibility:hidden``, an opacity under 0.05 (``0``, ``.001``,
-    ``-1``), a font size under 1 px or of zero in any unit (``0``, ``0vw``, ``calc(0px)``),
-    transparent text, a clip or clip path to nothing, a scale of 0, a box of zero height or
-    width with its overflow hidden, or text indented or positioned 999 px or more off the
-    page — the "visually hidden" recipes of CSS frameworks, and of planted text."""
+    ``-1``, ``filter:opacity(0)``), a font size under 1 px (``0.4pt``, ``0.01em``, ``1%``:
+    em, rem and % of 16 px, pt as 4/3 px) or of zero in any unit (``0vw``, ``calc(0px)``),
+    text of a colour with alpha under 0.05 in any notation (``transparent``, ``#0000``,
+    ``rgb(0 0 0/0)``, ``hsla(0,0%,0%,0)``; not gradient text: ``background-clip:text``), a
+    clip or clip path to nothing, a scale under 0.01 (``scale(0.001)``, ``scale:0``, a
+    ``matrix`` that flattens), a box of zero height, width or max-height with its overflow
+    hidden, or text indented, positioned, translated or given a margin of 999 px or more off
+    the page — the "visually hidden" recipes of CSS frameworks, and of planted text."""
     get = css(style).get
-    opacity = _number(get("opacity", ""))
-    font_size = _number(_calc(get("font-size", "")))
-    font_unit = get("font-size", "").rstrip(")").strip()[-2:]
+    shown_through = "text" in get("background-clip", "") + get("-webkit-background-clip", "")
+    transform = get("transform", "")
+    opacities = [get("opacity", "")] + _arguments(get("filter", ""), "opacity")
     return (get("display") == "none" or get("visibility") in ("hidden", "collapse")
             or get("content-visibility") == "hidden"
-            or (opacity is not None and opacity < 0.05) or font_size == 0
-            or (font_size is not None and font_size < 1 and font_unit == "px")
-            or get("color") in ("transparent", "rgba(0,0,0,0)", "rgba(0, 0, 0, 0)")
+            or any(v is not None and v < 0.05 for v in map(_fraction, opacities))
+            or _tiny_font(_calc(get("font-size", "")))
+            or (_transparent(get("color", "")) and not shown_through)
             or _NOTHING.search(get("clip", "") + " " + get("clip-path", "")) is not None
-            or _ZERO_SCALE.search(get("transform", "")) is not None
-            or (get("overflow") in ("hidden", "clip")
-                and 0 in (_number(get("height", "")), _number(get("width", ""))))
-            or any((_number(get(side, "")) or 0) <= -999
-                   for side in ("text-indent", "left", "top", "margin-left", "right")))
+            or _flattened(transform, get("scale", ""))
+            or _moved_off(transform, get("translate", ""))
+            or (get("overflow") in ("hidden", "clip") and 0 in (
+                _number(get("height", "")), _number(get("width", "")),
+                _number(get("max-height", "")), _number(get("max-width", ""))))
+            or any((_number(get(side, "")) or 0) <= -999 for side in (
+                "text-indent", "left", "top", "margin-left", "margin-top", "right")))
 
 
 _NOTHING = re.compile(r"rect\(\s*0\w*[\s,]+0\w*[\s,]+0\w*[\s,]+0\w*\s*\)|inset\(\s*(?:50|100)%|"
                       r"circle\(\s*0\w*\s*[)a]|polygon\(\s*0\w*\s+0\w*\s*\)")
-_ZERO_SCALE = re.compile(r"\bscale[xy]?\(\s*0(?:\.0*)?\s*[,)]")
+_FUNCTION = re.compile(r"\b([a-z0-9-]+)\(([^()]*)\)")
+_PX = {"px": 1.0, "em": 16.0, "rem": 16.0, "pt": 4 / 3, "%": 0.16}
+
+
+def _fraction(value: str) -> float | None:
+    """A CSS number or percentage as a fraction (``0.5``, ``50%``: 0.5), else None."""
+    number = _number(value)
+    return None if number is None else number / 100 if value.endswith("%") else number
+
+
+def _arguments(value: str, function: str) -> list[str]:
+    """The arguments of each ``function(...)`` (or ``functionX(...)``) in ``value``."""
+    return [arg for name, args in _FUNCTION.findall(value) if name.startswith(function)
+            for arg in args.replace(",", " ").split()]
+
+
+def _tiny_font(value: str) -> bool:
+    """A font size under 1 px: of zero in any unit, or under 1 px in px, pt, em, rem or %
+    (em, rem and % of a 16 px parent: the browsers' default size)."""
+    found = _CSS_NUMBER.fullmatch(value)
+    size = None if found is None else _number(value)
+    return size is not None and (size == 0 or found[1] in _PX and size * _PX[found[1]] < 1)
+
+
+def _transparent(color: str) -> bool:
+    """A text colour whose alpha is under 0.05: ``transparent``, ``#RGBA`` or ``#RRGGBBAA``,
+    or a colour function whose fourth argument or argument after ``/`` is (``rgba(255,255,
+    255,0)``, ``rgb(0 0 0 / 0%)``, ``hsla(...)``, ``oklch(... / 0)``)."""
+    if color == "transparent":
+        return True
+    if re.fullmatch(r"#[0-9a-f]{4}|#[0-9a-f]{8}", color):
+        return int(color[-1] if len(color) == 5 else color[-2:], 16) / (
+            15 if len(color) == 5 else 255) < 0.05
+    found = _FUNCTION.fullmatch(color)
+    if found is None:
+        return False
+    args = found[2].replace("/", " / ").replace(",", " ").split()
+    alpha = args[args.index("/") + 1:] if "/" in args else args[3:] if "," in found[2] else []
+    value = _fraction(alpha[0]) if alpha else None
+    return value is not None and value < 0.05
+
+
+def _flattened(transform: str, scale: str) -> bool:
+    """A ``transform`` (``scale(0.001)``, ``scaleX(0)``, ``matrix(0,0,0,0,0,0)``) or ``scale``
+    property (``scale: 0``) that shrinks its element under 1% in some direction."""
+    factors = [_fraction(v) for v in _arguments(transform, "scale")]
+    factors += [_fraction(v) for v in scale.split()] if scale != "none" else []
+    for name, args in _FUNCTION.findall(transform):
+        matrix = [_number(v) for v in args.replace(",", " ").split()]
+        if name == "matrix" and len(matrix) == 6 and None not in matrix:
+            factors.append(abs(matrix[0] * matrix[3] - matrix[1] * matrix[2]) ** 0.5)
+    return any(f is not None and abs(f) < 0.01 for f in factors)
+
+
+def _moved_off(transform: str, translate: str) -> bool:
+    """``translate...()`` or the ``translate`` property moves 999 px or more left or up."""
+    moves = _arguments(transform, "translate") + translate.split()
+    return any((_number(v) or 0) <= -999 for v in moves if v.endswith("px"))
 
 
 def _calc(value: str) -> str:
@@ -85,23 +149,60 @@ HIDING_CLASSES = {"hidden", "d-none", "hide", "is-hidden", "invisible", "display
                    "screen-reader-text", "screen-reader-only", "screenreader-only",
                    "element-invisible", "offscreen", "u-visually-hidden", "a11y-hidden",
                    "hidden-visually", "assistive-text"}
-# a rule of the page's own style sheet with one simple selector: ".name", "#id", "p.name"
+# a rule of the page's own style sheet, and a selector of it that is a tag, classes and an
+# id combined (".name", "#id", "p.name", ".a.b", "P.Z#x"), which is read (lowercased)
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
-_SIMPLE = re.compile(r"^[a-z0-9]*([.#])(-?[_a-zA-Z][\w-]*)$")
+_COMPOUND = re.compile(r"(?P<tag>[a-z][a-z0-9-]*)?(?:[.#]-?[_a-z][\w-]*)+")
+_PART = re.compile(r"([.#])(-?[_a-z][\w-]*)")
+_COMPOUNDS = 100                   # compound selectors read per page (each tests each tag)
+Selector = tuple[str, frozenset[str], str]        # tag ("": any), classes, id ("": any)
 
 
-def sheet_hides(soup) -> tuple[set[str], set[str]]:
-    """The classes and ids the page's ``<style>`` sheets hide (``style_hides`` on a rule's
-    declarations), for rules whose selectors are single classes or ids: ``.zz{display:none}``
-    hides ``class="zz"`` as surely as an inline style. Richer selectors are not resolved."""
+def hiding_selectors(sheet: str) -> tuple[set[str], set[str], set[Selector]]:
+    """What the rules of style sheet ``sheet`` (CSS text) hide, for the rules whose
+    declarations hide (``style_hides``): ``(classes, ids, compound)`` — selectors that are
+    one class, one id, or (``compound``, at most ``_COMPOUNDS``) a tag, classes and an id
+    combined (``p.z``, ``.a.b``). Names are lowercased. A bare tag (``nav``) is not read:
+    rules inside ``@media`` blocks are read as if always in force, and responsive sheets
+    hide whole tags on small screens; descendant, child, attribute and pseudo-class
+    selectors (``.box p``, ``[data-x]``, ``.a:hover``) are not resolved either."""
     classes: set[str] = set()
     ids: set[str] = set()
-    for style in soup.find_all("style"):
-        for selectors, body in _RULE.findall(_CSS_COMMENT.sub("", style.get_text())[:200_000]):
-            if not style_hides(body):
+    compound: set[Selector] = set()
+    for selectors, body in _RULE.findall(_CSS_COMMENT.sub("", sheet)[:200_000]):
+        if not style_hides(body):
+            continue
+        for selector in selectors.lower().split(","):
+            found = _COMPOUND.fullmatch(selector.strip())
+            parts = _PART.findall(selector) if found else []
+            names = frozenset(name for kind, name in parts if kind == ".")
+            idents = {name for kind, name in parts if kind == "#"}
+            if not found or len(idents) > 1:          # "#a#b" selects nothing
                 continue
-            for selector in selectors.split(","):
-                found = _SIMPLE.match(selector.strip())
-                if found:
-                    (classes if found[1] == "." else ids).add(found[2].lower())
-    return classes, ids
+            if not found["tag"] and len(parts) == 1:
+                (classes if names else ids).update(names | idents)
+            elif len(compound) < _COMPOUNDS:
+                compound.add((found["tag"] or "", names, next(iter(idents), "")))
+    return classes, ids, compound
+
+
+def selected(selectors: set[Selector], tag: str, classes: set[str], ident: str) -> bool:
+    """Whether one of the compound ``selectors`` selects an element named ``tag``, with the
+    ``classes`` and id ``ident`` (all lowercase)."""
+    return any(name in ("", tag) and wanted <= classes and want_id in ("", ident)
+               for name, wanted, want_id in selectors)
+
+
+def sheet_hides(soup) -> tuple[set[str], set[str], set[Selector]]:
+    """What the page's ``<style>`` sheets hide (``hiding_selectors`` of all of them):
+    ``.zz{display:none}`` hides ``class="zz"`` as surely as an inline style; test an element
+    with ``hidden_by``."""
+    return hiding_selectors(" ".join(style.get_text() for style in soup.find_all("style")))
+
+
+def hidden_by(sheet: tuple[set[str], set[str], set[Selector]], tag: str, classes: set[str],
+              ident: str) -> bool:
+    """Whether ``sheet`` (``sheet_hides``) hides an element named ``tag`` with the
+    ``classes`` and id ``ident`` (lowercase), or a "visually hidden" class does."""
+    return bool((HIDING_CLASSES | sheet[0]) & classes) or ident in sheet[1] \
+        or selected(sheet[2], tag, classes, ident)

@@ -23,25 +23,47 @@ from .types import Document
 
 __all__ = ["visible_text", "read_pdf"]
 
-# a text render mode that neither fills nor strokes (3: invisible, 7: clip only), however
-# the number is written (3, 3.0, 03, +3)
-_INVISIBLE = re.compile(rb"(?<![\w.])\+?0*[37](?:\.0*)?\s+Tr\b")
+# text drawn invisible, however the number is written (3, 3.0, 03, +3): a render mode that
+# neither fills nor strokes (3: invisible, 7: clip only), or a font size or horizontal
+# scale of 0 (``/F1 0 Tf``, ``0 Tz``)
+_INVISIBLE = re.compile(rb"(?<![\w.])\+?0*[37](?:\.0*)?\s+Tr\b"
+                        rb"|(?<![\w.])[+-]?(?:0+\.?0*|\.0+)\s+T[fz]\b")
 _SHOW = (b"Tj", b"TJ", b"'", b'"')
 _FORMS = 64                     # form XObjects read per page, nested ones included
+_START = (0, 1.0, 100.0)        # the text state a page starts in: render mode, size, scale
 
 
 def visible_text(page) -> tuple[str, str]:
     """``(text, "visible")``: the page's text without what is drawn invisible. A page whose
     only text is invisible and that draws an image is a scan's OCR layer: ``(that text,
     "ocr")``; invisible text alone: ``("", "hidden")``. A page that sets no invisible mode
-    anywhere is extracted as it is."""
+    anywhere is extracted as it is.
+
+    A form XObject starts in the text state of the ``Do`` that draws it (PDF text state is
+    part of the graphics state, inherited): "3 Tr /X1 Do" hides the form's text. A form
+    drawn both visibly and invisibly starts visible (its text is shown once); a form drawn
+    by forms is settled in up to three passes over the page's forms."""
+    from pypdf.generic import ContentStream  # the documents extra
+
     owners = _owners(page)
     if not any(_INVISIBLE.search(_data(o)) for o, _, _ in owners):
         return page.extract_text() or "", "visible"
     whole = page.extract_text() or ""
-    images = False
-    for owner, parent, key in reversed(owners):      # nested forms before the forms using them
-        images |= _cut_invisible(page.pdf, owner, parent, key)
+    streams = [ContentStream(o.get_contents() if parent is None else o, page.pdf)
+               for o, parent, _ in owners]
+    entry: dict[int, tuple] = {}
+    for _ in range(3):                # a form's starting state hangs on its callers' states
+        calls: dict[int, list[tuple]] = {}
+        walked = [_walk(o, stream.operations, entry.get(id(o), _START), calls)
+                  for (o, _, _), stream in zip(owners, streams, strict=True)]
+        settled = {form: states[0] if all(map(_hides, states)) else _START
+                   for form, states in calls.items()}
+        if settled == entry:
+            break
+        entry = settled
+    for (owner, parent, key), stream, (kept, _) in zip(owners, streams, walked, strict=True):
+        _replace(owner, parent, key, stream, kept)
+    images = any(drew for _, drew in walked)
     shown = page.extract_text() or ""
     if shown.strip() or not whole.strip():
         return shown, "visible"
@@ -73,26 +95,49 @@ def _owners(page) -> list:
     return out[:_FORMS + 1]
 
 
-def _cut_invisible(pdf, owner, parent, key) -> bool:
-    """Drop the text-showing operators drawn in render mode 3 or 7 from ``owner``'s content
-    (the page, or the form XObject ``parent[key]``), in pypdf's in-memory copy; True when it
-    draws an image."""
-    from pypdf.generic import ContentStream, DecodedStreamObject, NameObject  # the documents extra
+def _hides(state: tuple) -> bool:
+    """Text drawn in ``state`` (render mode, font size, horizontal scale) is invisible."""
+    mode, size, scale = state
+    return mode in (3, 7) or size == 0 or scale == 0
 
-    stream = ContentStream(owner.get_contents() if parent is None else owner, pdf)
-    modes, kept, images = [0], [], False
-    for operands, op in stream.operations:
-        if op == b"Tr" and operands:
-            modes[-1] = int(float(operands[0]))
-        elif op == b"q":
-            modes.append(modes[-1])
-        elif op == b"Q" and len(modes) > 1:
-            modes.pop()
-        elif op in (b"BI", b"INLINE IMAGE") or (op == b"Do" and operands
-                                                  and _is_image(owner, operands[0])):
+
+def _walk(owner, operations, state: tuple, calls: dict) -> tuple[list, bool]:
+    """``(kept, images)``: ``owner``'s content ``operations`` (of the page or a form) less
+    the text-showing ones drawn invisible, starting in text ``state``; and whether it draws
+    an image. Adds to ``calls[id(form)]`` the state each form it draws is drawn in."""
+    states, kept, images = [state], [], False
+    for operands, op in operations:
+        state = states[-1]
+        try:
+            if op == b"Tr" and operands:
+                states[-1] = (int(float(operands[0])), *state[1:])
+            elif op == b"Tf" and len(operands) > 1:
+                states[-1] = (state[0], float(operands[1]), state[2])
+            elif op == b"Tz" and operands:
+                states[-1] = (*state[:2], float(operands[0]))
+        except (TypeError, ValueError):
+            pass                        # a malformed operand changes nothing
+        if op == b"q":
+            states.append(state)
+        elif op == b"Q" and len(states) > 1:
+            states.pop()
+        elif op in (b"BI", b"INLINE IMAGE"):
             images = True
-        if not (op in _SHOW and modes[-1] in (3, 7)):
+        elif op == b"Do" and operands:
+            drawn = _xobject(owner, operands[0])
+            images |= drawn is not None and drawn.get("/Subtype") == "/Image"
+            if drawn is not None and drawn.get("/Subtype") == "/Form":
+                calls.setdefault(id(drawn), []).append(states[-1])
+        if not (op in _SHOW and _hides(states[-1])):
             kept.append((operands, op))
+    return kept, images
+
+
+def _replace(owner, parent, key, stream, kept: list) -> None:
+    """Give ``owner`` (the page, or the form XObject ``parent[key]``) the operations
+    ``kept``, in pypdf's in-memory copy."""
+    from pypdf.generic import DecodedStreamObject, NameObject  # the documents extra
+
     stream.operations = kept
     if parent is None:
         owner[NameObject("/Contents")] = stream
@@ -102,15 +147,14 @@ def _cut_invisible(pdf, owner, parent, key) -> bool:
                      if k not in ("/Filter", "/DecodeParms", "/Length")})
         form.set_data(stream.get_data())
         parent[key] = form
-    return images
 
 
-def _is_image(owner, name) -> bool:
-    """Whether the XObject ``name`` that a page or form draws (``Do``) is an image."""
+def _xobject(owner, name):
+    """The XObject ``name`` that a page or form draws (``Do``), else None."""
     try:
-        return owner["/Resources"]["/XObject"][name].get_object().get("/Subtype") == "/Image"
+        return owner["/Resources"]["/XObject"][name].get_object()
     except (KeyError, TypeError, AttributeError):
-        return False
+        return None
 
 
 # -- the reader (convert.read_pdf) ----------------------------------------------------------
