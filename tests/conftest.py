@@ -46,6 +46,37 @@ SIX_QUESTIONS = (("q1", "how long is the refund window for enterprise contracts?
                  ("q6", "what comes with the enterprise plan", "account-enterprise-plan"))
 
 
+@pytest.fixture
+def at_once():
+    """``at_once(call, n=64)``: ``call()`` from ``n`` threads started together."""
+    return _at_once
+
+
+def _at_once(call, n: int = 64, join: float = 60):
+    """``(results, seconds)``: each result what ``call`` returned or the name of the
+    ``OSError`` it raised (a refused or reset connection), in the order they finished."""
+    import threading
+    import time
+
+    got, lock = [], threading.Lock()
+
+    def one():
+        try:
+            result = call()
+        except OSError as err:
+            result = type(err).__name__
+        with lock:
+            got.append(result)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(join)
+    return got, time.monotonic() - started
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_milvus: skipped unless pymilvus and Milvus Lite "
                                        'are installed (pip install "ragbook[milvus]")')

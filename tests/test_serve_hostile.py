@@ -159,29 +159,14 @@ def test_a_stuck_upstream_holds_the_server_only_until_the_deadline():
 
 
 # -- 3. a burst: queued, not refused ---------------------------------------------------------
-def test_64_concurrent_questions_are_queued_and_all_answered():
+def test_64_concurrent_questions_are_queued_and_all_answered(at_once):
     """64 questions at once against max_connections=16 are all answered 200 (each takes
     20 ms of model time; one at a time, that is about 1.5 s — all within 30 s); before, 48
     of them got uvicorn's plain-text 503."""
     with RagServer(pipeline(Quoting(pause=0.02))) as server:
-        got, lock = [], threading.Lock()
-
-        def one():
-            try:
-                status = call(server.policy.port, "/ask", timeout=60)[0]
-            except OSError as err:
-                status = type(err).__name__
-            with lock:
-                got.append(status)
-
-        threads = [threading.Thread(target=one) for _ in range(64)]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        got, seconds = at_once(lambda: call(server.policy.port, "/ask", timeout=60)[0])
         assert got == [200] * 64, got
-        assert time.monotonic() - started < 30
+        assert seconds < 30, seconds
 
 
 def test_beyond_the_queue_the_refusal_is_json_with_retry_after():

@@ -4,7 +4,6 @@ requests are all answered (queued, not refused), and idle sockets are dropped at
 deadline. Bounds here are generous (not stuck), timings belong in bench/."""
 import json
 import socket
-import threading
 import time
 
 from ragbook.serving import ChatServer
@@ -54,28 +53,11 @@ def test_100_stalled_connections_do_not_stop_a_real_request():
                 sock.close()
 
 
-def test_64_concurrent_requests_are_all_answered():
+def test_64_concurrent_requests_are_all_answered(at_once):
     backend = Slow()
     with ChatServer(backend) as server:
         address = server._httpd.server_address[:2]
-        statuses: list[int] = []
-        lock = threading.Lock()
-
-        def one():
-            try:
-                status = exchange(address)
-            except OSError as err:
-                status = repr(err)
-            with lock:
-                statuses.append(status)
-
-        threads = [threading.Thread(target=one) for _ in range(64)]
-        t = time.monotonic()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(60)
-        elapsed = time.monotonic() - t
+        statuses, elapsed = at_once(lambda: exchange(address))
         assert statuses == [200] * 64, statuses
         assert backend.calls == 64 and elapsed < 30, elapsed
 
