@@ -1,5 +1,6 @@
 """The text a PDF page *shows*: text drawn invisible (render mode 3 or 7, neither filled nor
-stroked) is how planted instructions hide in a PDF, and it is left out — unless it is a
+stroked; a font size or horizontal scale of 0; filled white where nothing but white was
+painted under it) is how planted instructions hide in a PDF, and it is left out — unless it is a
 scan's OCR layer, the page's only text, drawn over an image (ocrmypdf and tesseract write
 their text that way), which is what the page shows in pixels.
 
@@ -27,10 +28,14 @@ __all__ = ["visible_text", "read_pdf"]
 # neither fills nor strokes (3: invisible, 7: clip only), or a font size or horizontal
 # scale of 0 (``/F1 0 Tf``, ``0 Tz``)
 _INVISIBLE = re.compile(rb"(?<![\w.])\+?0*[37](?:\.0*)?\s+Tr\b"
-                        rb"|(?<![\w.])[+-]?(?:0+\.?0*|\.0+)\s+T[fz]\b")
+                        rb"|(?<![\w.])[+-]?(?:0+\.?0*|\.0+)\s+T[fz]\b"
+                        rb"|(?<![\w.])(?:1(?:\.0*)?\s+|0?\.9[89]\d*\s+){1,3}(?:g|rg|sc|scn)\b"
+                        rb"|(?<![\w.])(?:0(?:\.0*)?\s+){4}k\b")       # a white fill
+_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*")     # operators that fill a path
 _SHOW = (b"Tj", b"TJ", b"'", b'"')
 _FORMS = 64                     # form XObjects read per page, nested ones included
-_START = (0, 1.0, 100.0)        # the text state a page starts in: render mode, size, scale
+_START = (0, 1.0, 100.0, False)  # the state a page starts in: render mode, font size,
+#                                 horizontal scale, and whether the fill colour is white
 
 
 def visible_text(page) -> tuple[str, str]:
@@ -96,25 +101,48 @@ def _owners(page) -> list:
 
 
 def _hides(state: tuple) -> bool:
-    """Text drawn in ``state`` (render mode, font size, horizontal scale) is invisible."""
-    mode, size, scale = state
-    return mode in (3, 7) or size == 0 or scale == 0
+    """Text drawn in ``state`` is invisible: a mode that neither fills nor strokes, a font
+    size or horizontal scale of 0, or filled in white (``_walk`` sets that flag only while
+    nothing but white has been filled under it: white on a dark banner stays)."""
+    mode, size, scale, white = state
+    return mode in (3, 7) or size == 0 or scale == 0 or (white and mode in (0, 4))
+
+
+def _white(op: bytes, operands) -> bool | None:
+    """Whether a fill-colour operator sets white (gray 1, RGB 1 1 1, CMYK 0 0 0 0, read
+    within 2 %), or None for another operator; ``cs`` (a new colour space) sets black."""
+    if op == b"cs":
+        return False
+    if op not in (b"g", b"rg", b"k", b"sc", b"scn"):
+        return None
+    try:
+        values = [float(v) for v in operands]
+    except (TypeError, ValueError):
+        return False                    # a pattern name, or malformed: not white
+    if op == b"k" or (op in (b"sc", b"scn") and len(values) == 4):
+        return len(values) == 4 and all(v <= 0.02 for v in values)
+    return len(values) in (1, 3) and all(v >= 0.98 for v in values)
 
 
 def _walk(owner, operations, state: tuple, calls: dict) -> tuple[list, bool]:
     """``(kept, images)``: ``owner``'s content ``operations`` (of the page or a form) less
     the text-showing ones drawn invisible, starting in text ``state``; and whether it draws
     an image. Adds to ``calls[id(form)]`` the state each form it draws is drawn in."""
-    states, kept, images = [state], [], False
+    states, kept, images, backdrop = [state], [], False, False
     for operands, op in operations:
         state = states[-1]
         try:
             if op == b"Tr" and operands:
                 states[-1] = (int(float(operands[0])), *state[1:])
             elif op == b"Tf" and len(operands) > 1:
-                states[-1] = (state[0], float(operands[1]), state[2])
+                states[-1] = (state[0], float(operands[1]), *state[2:])
             elif op == b"Tz" and operands:
-                states[-1] = (*state[:2], float(operands[0]))
+                states[-1] = (*state[:2], float(operands[0]), state[3])
+            elif (white := _white(op, operands)) is not None:
+                states[-1] = (*state[:3], white and not backdrop)
+            elif op in _PAINT and not state[3]:
+                backdrop = True         # a coloured fill: white text may sit on it
+                states = [(*s[:3], False) for s in states]
         except (TypeError, ValueError):
             pass                        # a malformed operand changes nothing
         if op == b"q":

@@ -316,6 +316,27 @@ def test_invisible_pdf_text_is_left_out_wherever_and_however_it_is_drawn(tmp_pat
     assert "Visible words" in doc.text and "SECRET" not in doc.text
 
 
+@pytest.mark.parametrize("ops", [
+    "BT /F1 12 Tf 72 700 Td (Visible words) Tj 1 g 72 680 Td (SECRET) Tj ET",
+    "BT /F1 12 Tf 72 700 Td (Visible words) Tj 1 1 1 rg 72 680 Td (SECRET) Tj ET",
+    "BT /F1 12 Tf 72 700 Td (Visible words) Tj 0 0 0 0 k 72 680 Td (SECRET) Tj ET",
+    "BT /F1 12 Tf 72 700 Td (Visible words) Tj .99 .99 1 rg 72 680 Td (SECRET) Tj 0 g ET",
+    "q 1 g 0 0 612 792 re f Q BT /F1 12 Tf 72 700 Td (Visible words) Tj 1 g (SECRET) Tj ET",
+])
+def test_white_text_on_an_unpainted_page_is_left_out(tmp_path, ops):
+    """White fill is the commonest way to hide text in a PDF (a white page shows nothing
+    of it); a white rectangle painted under it does not make it visible."""
+    doc = convert(pdf_with(tmp_path / "p.pdf", ops))
+    assert "Visible words" in doc.text and "SECRET" not in doc.text, doc.text
+
+
+def test_white_text_on_a_dark_banner_is_kept(tmp_path):
+    ops = ("0 0 .5 rg 50 690 300 30 re f 1 g BT /F1 12 Tf 72 700 Td (Banner words) Tj ET "
+           "0 g BT /F1 12 Tf 72 650 Td (Visible words) Tj ET")
+    doc = convert(pdf_with(tmp_path / "p.pdf", ops))
+    assert "Banner words" in doc.text and "Visible words" in doc.text, doc.text
+
+
 @pytest.mark.parametrize("hidden", [
     "<p style='opacity:0%'>SECRET</p>", "<p style='opacity: 0.0 !important'>SECRET</p>",
     "<p style='font-size:0vw'>SECRET</p>", "<p style='font-size:0ex'>SECRET</p>",
