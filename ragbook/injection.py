@@ -54,7 +54,7 @@ from .checks import check_threshold
 from .component import Component
 from .embeddings import Encoder
 from .injection_rules import RULES
-from .text import sentence_spans
+from .text import DRAWN_BLANK, sentence_spans
 
 __all__ = ["reveal", "fold", "normalise", "instruction_like", "rule_of", "planted_spans",
            "planted_sentences", "evidence", "E5Signal", "EmbeddingSignal", "PROTOTYPES",
@@ -132,9 +132,6 @@ _LOOSE = str.maketrans("\u0433\u0431\u044c\u043f\u0438\u0442\u0434\u0448\u043a\u
 _DIACRITIC = re.compile("[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
                         "\ufe20-\ufe2f]")
 _SPACE = re.compile(r"\s+")
-# invisible letters Unicode files outside Cf: Hangul fillers, combining grapheme joiner,
-# variation selectors
-_INVISIBLE = re.compile("[\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
 def fold(text: str) -> str:
@@ -149,7 +146,7 @@ def fold(text: str) -> str:
     if text.isascii():
         return _SPACE.sub(" ", text).strip()
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    text = _INVISIBLE.sub("", text)
+    text = DRAWN_BLANK.sub("", text)
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     text = unicodedata.normalize("NFC", _DIACRITIC.sub("", text))
     return _SPACE.sub(" ", text.translate(_CONFUSABLES)).strip()

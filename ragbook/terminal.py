@@ -5,18 +5,13 @@ the confidence named by what it is.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 
 from .retrieval import CONFIDENCE_KINDS
+from .text import DRAWN_BLANK
 
 __all__ = ["shown", "one_line", "json_text", "quoted", "passage_line", "confidence_line"]
 
-# Printable to Python, yet drawn as nothing: the Unicode default-ignorable code points that
-# are not format characters (a grapheme joiner, Hangul fillers, Mongolian and other variation
-# selectors, Khmer inherent vowels) and the blank braille pattern.
-_BLANK = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164"
-                    "\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]")
 
 
 def _escaped(c: str) -> str:
@@ -24,7 +19,7 @@ def _escaped(c: str) -> str:
 
 
 def _visible(c: str) -> bool:
-    return c.isprintable() and not _BLANK.match(c)
+    return c.isprintable() and not DRAWN_BLANK.match(c)
 
 
 def shown(text) -> str:
@@ -32,12 +27,12 @@ def shown(text) -> str:
     controls (escape sequences, carriage returns, NEL), line and paragraph separators, and
     format characters (bidi overrides and marks, zero-width spaces and joiners, soft
     hyphens, byte-order marks), surrogates, unassigned code points — or that is printable
-    but drawn blank (``_BLANK``: U+034F, Hangul fillers, variation selectors, U+2800) written
+    but drawn blank (``DRAWN_BLANK``: U+034F, Hangul fillers, variation selectors, U+2800) written
     as a visible escape, never obeyed; tab, newline and spaces stay. (By Unicode category,
     not a list, where one exists: a zero-width space, and a Hangul filler, let one
     document's id look exactly like another's.)"""
     text = str(text)
-    if text.isprintable() and not _BLANK.search(text):
+    if text.isprintable() and not DRAWN_BLANK.search(text):
         return text
     return "".join(c if _visible(c) or c in "\t\n" or unicodedata.category(c) == "Zs"
                    else _escaped(c) for c in text)
@@ -48,7 +43,7 @@ def json_text(obj) -> str:
     leaves raw (line separators, bidi overrides, zero-width and C1 control characters)
     written as ``\\uXXXX`` escapes, which every JSON reader decodes back to the same text."""
     text = json.dumps(obj, ensure_ascii=False, indent=2)
-    if text.isprintable() and not _BLANK.search(text):
+    if text.isprintable() and not DRAWN_BLANK.search(text):
         return text
     return "".join(c if _visible(c) or c == "\n" else json.dumps(c)[1:-1] for c in text)
 

@@ -33,7 +33,14 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-__all__ = ["sentence_spans", "sentences", "soft_breaks", "STOPWORDS"]
+__all__ = ["sentence_spans", "sentences", "soft_breaks", "STOPWORDS", "DRAWN_BLANK"]
+
+#: Characters Unicode files outside the format category (Cf) that are printable yet drawn as
+#: nothing: the combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian
+#: and other variation selectors, the blank braille pattern. One set for every place that
+#: must see through them: the terminal escapes them, the injection patterns drop them.
+DRAWN_BLANK = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164"
+                         "\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]")
 
 # A short English stopword list (function words only): enough that "how do i" does not
 # outweigh the one content word of a question, small enough to keep "not", "free", "plan".
