@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import models
+from .canonical import canonical_json
 from .checks import check_k, check_query, check_threshold
 from .component import Component
 from .filters import scoped, validate_where
@@ -92,11 +93,11 @@ class Cache:
 
     @staticmethod
     def key(*parts: Any) -> str:
-        """A stable key for ``parts`` (sha256 of their canonical typed encoding, ``_typed``):
+        """A stable key for ``parts`` (sha256 of their typed encoding, ``canonical.typed``):
         values that mean different things never share a key — a set is not its string, a
         bool not an int — and a set's key does not depend on its iteration order."""
-        return hashlib.sha256(json.dumps(_typed(parts), ensure_ascii=False, allow_nan=False
-                                         ).encode("utf-8", "surrogatepass")).hexdigest()
+        return hashlib.sha256(canonical_json(parts).encode("utf-8", "surrogatepass")
+                              ).hexdigest()
 
     def get(self, key: str) -> Any | None:
         """The value stored under ``key`` in this namespace, or None (a miss)."""
@@ -214,27 +215,6 @@ class CachedRetriever(WrapperRetriever):
         return Retrieved(hits, (trace_stage("cache", t, hits, {"where": where,
                                                                 "scope": scope}),),
                          confidence, kind)
-
-
-
-def _typed(value: Any) -> Any:
-    """``value`` as JSON whose shape records its type: mappings as ``{"map": [[key, value],
-    ...]}`` sorted, sets as ``{"set": [...]}`` sorted, lists and tuples as lists, numbers,
-    strings, bools and None as themselves (JSON keeps 1, 1.0, true and "1" apart); anything
-    else is refused, since its text could pass for a string's."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else {"float": repr(value)}
-    if isinstance(value, Mapping):
-        return {"map": sorted(([_typed(k), _typed(v)] for k, v in value.items()),
-                              key=json.dumps)}
-    if isinstance(value, (set, frozenset)):
-        return {"set": sorted((_typed(v) for v in value), key=json.dumps)}
-    if isinstance(value, (list, tuple)):
-        return [_typed(v) for v in value]
-    raise TypeError(f"a cache key cannot hold a {type(value).__name__} ({value!r:.60}); use "
-                    "str, int, float, bool, None, or lists, sets and mappings of those")
 
 
 class CachedPipeline(Component):

@@ -19,9 +19,15 @@ What the conditions *mean* is fixed here, so that an access scope built from the
   and hold only for a stored value of the same kind: ``'10' <= '3'`` as text would pass a
   clearance check it should fail, so ``{'level': {'$lte': '3'}}`` is refused (write ``3``)
   and a stored ``'10'`` fails ``<= 3``.
+* **Text is compared as the same text, however it is encoded**: keys and str values are
+  Unicode NFC when indexed (``check_metadata``) and when filtered (``validate_where``), so a
+  deny-list of ``'café'`` also drops an item labelled ``'cafe\u0301'`` (the same word,
+  decomposed: what macOS file names and some editors write). Case and width stay
+  significant (``'ACME'`` and ``'acme'`` may be two tenants).
 * **A scope must constrain something** (``scoped``): ``{'$and': []}`` — what a caller builds
   for a user with no groups — and ``{'access': {'$nin': []}}`` — an empty deny-list, for a
-  user with nothing denied — are refused instead of granting everything.
+  user with nothing denied (or ``{'$nin': [None]}``, ``{'$ne': None}``: it denies only a
+  missing key) — are refused instead of granting everything.
 
 >>> validate_where({"status": "current", "updated": {"$gte": "2025-01-01"}})
 {'status': 'current', 'updated': {'$gte': '2025-01-01'}}
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -43,7 +50,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["check_metadata", "own_metadata", "date_key", "validate_where", "matches",
-           "translate_where", "scoped", "filter_keys", "OPERATORS"]
+           "translate_where", "scoped", "filter_keys", "nfc", "OPERATORS"]
 
 
 _SCALARS = (str, bool, int, float, type(None))
@@ -67,11 +74,29 @@ def _check_scalar(v: Any, where: str) -> None:
                         f"str, int, float, bool, None, or a list/tuple of those{hint}")
 
 
+def nfc(value: Any) -> Any:
+    """``value`` with each str in it (itself, or a member of a list, tuple or set) in Unicode
+    NFC, the composed form, so that canonically equivalent texts are equal; anything else as
+    it is. ASCII needs no work, and an unchanged container is returned as it is.
+
+    >>> nfc("cafe\u0301") == "caf\u00e9", nfc(["a", 1])
+    (True, ['a', 1])
+    """
+    if isinstance(value, str):
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
+    if isinstance(value, (list, tuple, set, frozenset)) and any(
+            isinstance(v, str) and not v.isascii() for v in value):
+        kind = type(value) if type(value) in (list, tuple, set, frozenset) else list
+        return kind(nfc(v) for v in value)
+    return value
+
+
 def check_metadata(metadata: Any, item_id: str = "?") -> dict:
     """What metadata may hold, checked when an item is indexed: a mapping with str keys, and
     values that are str, int, float (finite), bool, None, or a list/tuple of those. Such
     metadata survives save/load unchanged (tuples stay tuples); anything else is an error
-    now rather than a silent change later."""
+    now rather than a silent change later. Keys and str values are returned in NFC (``nfc``:
+    what filters compare); two keys that are one text in two encodings are an error."""
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata of item {item_id!r} must be a mapping, got "
                         f"{type(metadata).__name__}")
@@ -85,7 +110,12 @@ def check_metadata(metadata: Any, item_id: str = "?") -> dict:
                 _check_scalar(v, f"an element of {where}")
         else:
             _check_scalar(value, where)
-    return own_metadata(metadata)
+    out = own_metadata({nfc(k): nfc(v) for k, v in metadata.items()})
+    if len(out) < len(metadata):
+        twin = next(k for k in out if sum(nfc(m) == k for m in metadata) > 1)
+        raise ValueError(f"metadata of item {item_id!r} holds the key {twin!r} twice, in two "
+                         f"Unicode encodings (composed and decomposed); keep one")
+    return out
 
 
 def own_metadata(metadata: Mapping[str, Any]) -> dict:
@@ -113,7 +143,8 @@ def validate_where(where: Any, _depth: int = 0) -> dict | None:
     holds when every filter in the list holds: how two filters on the same key are combined.
     Values are metadata scalars; ``$in``/``$nin`` take a list; ordering operators take a
     number or a str (compared as stored, so ISO dates work). Any other ``$`` key (``$or``,
-    ``$not``) is refused: a filter can only narrow.
+    ``$not``) is refused: a filter can only narrow. Keys and str values come back in NFC
+    (``nfc``), as ``check_metadata`` stores them.
     """
     if where is None:
         return None
@@ -148,7 +179,12 @@ def validate_where(where: Any, _depth: int = 0) -> dict | None:
             _check_op(key, "$in", list(cond))
         else:
             _check_op(key, "$eq", cond)
-        out[key] = cond
+        if nfc(key) in out:
+            raise ValueError(f"where names the key {nfc(key)!r} twice, in two Unicode "
+                             f"encodings (composed and decomposed); to combine two conditions "
+                             f"on one key, use {{'$and': [{{key: ...}}, {{key: ...}}]}}")
+        out[nfc(key)] = ({op: nfc(arg) for op, arg in cond.items()} if isinstance(cond, Mapping)
+                         else nfc(cond))
     return out
 
 
@@ -200,7 +236,9 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
             continue
         if key.startswith("$"):
             validate_where({key: cond})  # raises, naming the operator
-        value = metadata.get(key)
+        # the filter's texts are NFC (validate_where), and so are indexed ones
+        # (check_metadata), but not those an older ragbook saved: compare like with like
+        value = nfc(metadata.get(key))
         conds = (cond.items() if isinstance(cond, Mapping)
                  else [("$in", cond)] if isinstance(cond, (list, tuple, set, frozenset))
                  else [("$eq", cond)])
@@ -315,10 +353,14 @@ def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
 
 
 def _denies_nothing(cond: Any) -> bool:
-    """Is a scope condition only empty deny-lists (``{'$nin': []}``)? It then requires no more
-    than the key's presence: in a scope, a restriction that is none."""
-    return isinstance(cond, Mapping) and all(op == "$nin" and not len(arg)
-                                             for op, arg in cond.items())
+    """Is a scope condition only deny-lists that deny no value: ``{'$nin': []}``, and the
+    spellings of "nothing denied" that hold only None (``{'$nin': [None]}``, ``{'$ne':
+    None}``, what ``{'$ne': user.denied_group}`` is for a user with none)? Excluding None only
+    excludes a missing key, which a scope excludes anyway: it then requires no more than the
+    key's presence, a restriction that is none."""
+    return isinstance(cond, Mapping) and all(
+        (op == "$nin" and all(a is None for a in arg)) or (op == "$ne" and arg is None)
+        for op, arg in cond.items())
 
 
 def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> dict | None:
@@ -330,7 +372,8 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
     such keys must also be present (``{"$ne": None}``). ``scope=None`` means no scope; a
     scope that constrains nothing (``{}``, ``{"$and": []}``) is refused: it would look like a
     restriction and be none, and so is one made only of empty deny-lists
-    (``{'access': {'$nin': []}}``: every item with the key passes). An empty allow-list
+    (``{'access': {'$nin': []}}``, ``{'$nin': [None]}``, ``{'$ne': None}``: every item with
+    the key passes). An empty allow-list
     (``{'access': []}``) is kept: it is the scope no item passes.
 
     >>> scoped({"plan": "pro"}, {"access": {"$nin": ["internal"]}})
@@ -350,10 +393,10 @@ def scoped(where: Mapping[str, Any] | None, scope: Mapping[str, Any] | None) -> 
                          f"to say 'no scope'")
     if all(_denies_nothing(cond) for _, cond in _conditions(scope)):
         raise ValueError(f"scope {scope!r:.80} constrains nothing: an empty deny-list "
-                         f"({{'$nin': []}}, what a caller builds for a user with nothing "
-                         f"denied) would grant every item that has the key; scope by what the "
-                         f"user may see (e.g. {{'access': ['public', 'internal']}}), or pass "
-                         f"scope=None to say 'no scope'")
+                         f"({{'$nin': []}}, {{'$nin': [None]}} or {{'$ne': None}}, what a caller "
+                         f"builds for a user with nothing denied) would grant every item that "
+                         f"has the key; scope by what the user may see (e.g. {{'access': "
+                         f"['public', 'internal']}}), or pass scope=None to say 'no scope'")
     present = {key: {"$ne": None} for key, cond in _conditions(scope)
                if matches({}, {key: cond})}
     parts = [scope, *([present] if present else []), *([where] if where else [])]

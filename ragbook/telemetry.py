@@ -49,6 +49,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .canonical import canonical_json
 from .result import ESCALATIONS
 
 __all__ = ["emit", "stage_attributes", "hash_key", "verdict", "LABELS", "LABEL_VALUES"]
@@ -86,7 +87,9 @@ def verdict(reason: str | None) -> dict[str, str]:
 def _redacted(key: str, value: Any) -> dict[str, Any]:
     """``{key: value}`` when the value is a number, a bool, or under a ``LABELS`` key one of
     ``LABEL_VALUES``; else its length and a keyed hash of its canonical JSON (``key.hmac``,
-    ``key.chars``; module docstring): a label key holding free text is hashed like text."""
+    ``key.chars``; module docstring): a label key holding free text is hashed like text. The
+    JSON is ``canonical.canonical_json``'s: a set hashes alike in every process (its ``repr``
+    follows the hash seed) and unlike its own string, and keys of mixed types cannot raise."""
     if isinstance(value, (bool, int, float)) or (key.rsplit(".", 1)[-1] in LABELS
                                                   and isinstance(value, str)
                                                   and value in LABEL_VALUES):
@@ -94,8 +97,7 @@ def _redacted(key: str, value: Any) -> dict[str, Any]:
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float))
                                                 for v in value):
         return {key: _value(value)}
-    blob = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
-                                                           ensure_ascii=False, default=repr)
+    blob = value if isinstance(value, str) else canonical_json(value, strict=False)
     digest = hmac.new(hash_key(), blob.encode("utf-8", "surrogatepass"), hashlib.sha256)
     return {f"{key}.hmac": digest.hexdigest()[:16], f"{key}.chars": len(blob)}
 
