@@ -24,14 +24,16 @@ import warnings
 from pathlib import Path
 
 from . import commands, models
+from .ask_output import result_lines, streamed_answer
 from .embeddings import Encoder
 from .explain import explain_result_dicts
+from .folding import terminal_width
 from .ingest import SUFFIXES, read_documents, sync_index
 from .persist import CorruptIndexError
 from .pipeline import Pipeline
 from .questions import read_questions
 from .readers import GenerativeReader, default_extractive_reader
-from .terminal import confidence_line, json_text, one_line, passage_line, quoted
+from .terminal import json_text, one_line
 from .tuned import load_settings
 
 __all__ = ["main", "build_parser", "read_questions"]
@@ -320,7 +322,8 @@ def _index(args) -> int:
     try:
         done = sync_index(docs, out, encoder, size=args.size, overlap=args.overlap,
                           rebuild=args.rebuild,
-                          on_full_build=lambda why: print(f"building {out} again in full: {why}"))
+                          on_full_build=lambda why: print(     # why quotes OUT's manifest
+                              f"building {out} again in full: {one_line(why)}"))
     except CorruptIndexError as err:
         raise CorruptIndexError(f"{err}; to build it again from SRC, run the same command "
                                 f"with --rebuild") from None
@@ -363,48 +366,21 @@ def _ask(args) -> int:
     elif args.min_confidence is not None:
         tuned.update(min_confidence=args.min_confidence, min_confidence_kind=kind)
     pipeline = Pipeline(**tuned, reader=reader, keep=args.keep, trace_path=args.trace)
-    shown = ""
+    width = terminal_width()
     if args.generative and not args.json:        # stream: verified sentences as they come
-        streamed = pipeline.stream(args.question, scope=scope)
-        for piece in streamed:
-            print(quoted(piece, first=not shown), end="", flush=True)
-            shown += piece
-        result = streamed.result
-        if shown:
-            print()
+        result, shown = streamed_answer(pipeline, args.question, scope, width,
+                                        lambda text: print(text, end="", flush=True))
     else:
-        result = pipeline.ask(args.question, scope=scope)
-    out = result.to_dict()
+        result, shown = pipeline.ask(args.question, scope=scope), False
     if args.json:
+        out = result.to_dict()
         if args.explain:                          # one list per source, as serve's /explain
             out["explanations"] = explain_result_dicts(pipeline, result)
         print(json_text(out))
         return 0
-    if out["escalated"]:
-        detail = f" ({one_line(out['detail'])})" if out.get("detail") else ""
-        print(f"escalated: {out['reason']}{detail}")
-        print("candidates for a human to check:" if out["candidates"] else
-              "no candidate passages were found")
-        for n, p in enumerate(out["candidates"], 1):
-            print(passage_line(n, p))
-        print(confidence_line(out, pipeline.min_confidence))
-    else:
-        if not shown:                            # a streamed answer is already on screen
-            print(quoted(commands.join_soft_breaks(out["answer"])))
-        ids = [p["id"] for p in out["candidates"]]
-        rank = (f"passage {ids.index(out['sources'][0]['id']) + 1} of {len(ids)} read"
-                if out["sources"] and out["sources"][0]["id"] in ids else "")
-        if out.get("answer_span"):
-            doc, start, end = out["answer_span"]
-            print(f"(from {one_line(doc)}, chars {start}-{end}" + (f"; {rank})" if rank else ")"))
-        elif rank:
-            print(f"({rank})")
-        print(confidence_line(out, pipeline.min_confidence))
-        print("sources:")
-        for n, p in enumerate(out["sources"], 1):
-            print(passage_line(n, p))
-        if args.explain:
-            print("\n".join(commands.explain_lines(pipeline, result)))
+    explained = commands.explain_lines(pipeline, result) if args.explain else []
+    print("\n".join(result_lines(pipeline, result, shown=shown, explained=explained,
+                                 width=width)))
     return 0
 
 

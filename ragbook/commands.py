@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from tqdm.auto import tqdm
 
+from .ask_output import join_soft_breaks
 from .evaluate import compare_runs, format_table, run_from_hits
 from .explain import explain_result
 from .fusion import HybridRetriever
@@ -45,12 +46,6 @@ def quiet_libraries() -> None:
     (``--debug`` skips it)."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read by transformers' import
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-
-
-def join_soft_breaks(text: str) -> str:
-    """``text`` with each single line break inside a paragraph joined into a space (a
-    document's hard-wrapped lines); blank lines between paragraphs kept."""
-    return re.sub(r"[ \t]*(?<!\n)\n(?!\n)[ \t]*", " ", text.strip("\n"))
 
 
 def load_index(path: str | Path) -> HybridRetriever:
@@ -129,8 +124,8 @@ def eval_command(index, questions_path, *, settings=None, save=None, against=Non
         raise ValueError(f"the baseline {str(against)!r} has no run {run!r} (it has "
                          f"{', '.join(base['values'])}); choose one with --run")
     if base.get("corpus_fingerprint") not in (None, retriever.corpus_fingerprint):
-        say(f"(the index changed since the baseline: corpus fingerprint "
-            f"{base['corpus_fingerprint']} then, {retriever.corpus_fingerprint} now)")
+        say(f"(the index changed since the baseline: corpus fingerprint "   # a file's text
+            f"{one_line(base['corpus_fingerprint'])} then, {retriever.corpus_fingerprint} now)")
     verdict = gate(base["values"][run][GATE_METRIC], values[run][GATE_METRIC], margin)
     say(f"regression gate on {run} vs {against}: " + verdict.summary())
     return GATE_FAILED if verdict.failed else 0

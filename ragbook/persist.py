@@ -35,6 +35,9 @@ folders behave the same on Linux and macOS. In order:
 ``read_manifest`` accepts only plain names of regular files inside the folder (no symlink,
 FIFO or device: it could point outside or never end) and requires the files the kind needs.
 
+A ``path`` that is a symlink (the user's own: an index kept on another disk) is followed:
+the folder it names is the one swapped, beside it, and the link is kept.
+
 Limits: a loader is safe from a swap only if it holds ``reading`` around all its reads
 (``BM25Index.load`` does). A pid from another machine sharing the folder cannot be checked,
 so only save one index path from one machine at a time. Nothing is fsynced but the parent
@@ -61,6 +64,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from .tagged_json import dumps, loads
+
 try:  # Linux and macOS; elsewhere saves in one process still take turns
     import fcntl
 except ImportError:  # pragma: no cover
@@ -80,42 +85,6 @@ class CorruptIndexError(ValueError):
     def __init__(self, problem: str, fix: str | None = None):
         super().__init__(problem if fix is None else f"{problem}; {fix}")
         self.problem = problem
-
-
-# -- JSON that keeps tuples -------------------------------------------------------------------
-# A tuple is written as {"__tuple__": [...]}; a real dict whose only key is one of the tags
-# is written as {"__dict__": [[key, value]]}, so no document's metadata can pose as a tag.
-_TAGS = ({"__tuple__"}, {"__dict__"})
-
-
-def _encode(o: Any) -> Any:
-    if isinstance(o, tuple):
-        return {"__tuple__": [_encode(v) for v in o]}
-    if isinstance(o, list):
-        return [_encode(v) for v in o]
-    if isinstance(o, dict):
-        if set(o) in _TAGS:
-            return {"__dict__": [[k, _encode(v)] for k, v in o.items()]}
-        return {k: _encode(v) for k, v in o.items()}
-    return o
-
-
-def _decode(o: dict) -> Any:
-    if set(o) == {"__tuple__"}:
-        return tuple(o["__tuple__"])
-    if set(o) == {"__dict__"} and isinstance(o["__dict__"], list):
-        return dict(o["__dict__"])
-    return o
-
-
-def dumps(obj: Any) -> str:
-    """JSON in which tuples come back as tuples (metadata round-trips unchanged)."""
-    return json.dumps(_encode(obj), ensure_ascii=False, allow_nan=False)
-
-
-def loads(text: str) -> Any:
-    """Read JSON written by ``dumps``: tuples come back as tuples."""
-    return json.loads(text, object_hook=_decode)
 
 
 # -- atomic, checksummed saves ------------------------------------------------------------------
@@ -210,6 +179,14 @@ def _swap_lock(folder: Path) -> Iterator[int | None]:
                 os.close(fd)  # releases the flock
 
 
+def _followed(path: Path) -> Path:
+    """``path``, or the folder it names when it is a symlink (followed to the end, even
+    while that folder is missing mid-swap): a save replaces that folder, beside it, and
+    the link stays — not the link swapped for a new folder while the one it named keeps
+    the old index — and recovery and ``reading`` look (and lock) there too."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 _HELD = threading.local()  # .folders: parent folders this thread holds ``reading`` on
 
 
@@ -223,7 +200,7 @@ def reading(path: str | os.PathLike) -> Iterator[None]:
     folder, the lock a save holds exclusively for its swap, so no save swaps ``path`` while
     its files are read (the load sees the old save or the new one, whole). Readers do not
     wait for each other; a thread may nest it. Restores a save killed mid-swap first."""
-    path = Path(path)
+    path = _followed(Path(path))
     recover(path)  # before the shared lock: recovery takes the lock exclusively
     key, held, fd = os.path.realpath(path.parent), _held(), None
     if not held.get(key) and fcntl is not None:
@@ -307,7 +284,7 @@ def save_atomic(path: str | os.PathLike, kind: str, write, info: Mapping[str, An
     midway leaves the previous save at ``path`` (or restorable there by the next
     ``read_manifest``/``save_atomic``); a save that completes removes the leftovers of
     earlier interrupted ones."""
-    path = Path(path)
+    path = _followed(Path(path))
     if path.is_file():  # not "exists and not is_dir": another save may be mid-swap
         raise FileExistsError(f"{str(path)!r} is a file; save an index to a folder path")
     if path.resolve() == Path.cwd().resolve() or path.resolve() in Path.cwd().resolve().parents:
@@ -363,7 +340,7 @@ def recover(path: str | os.PathLike) -> bool:
     first (``read_manifest`` does), so ``ragbook ask``/``eval`` load the previous index
     instead of saying there is none. Waits for the swap lock, so a swap in progress in
     another thread or process is never mistaken for a crash."""
-    path = Path(path)
+    path = _followed(Path(path))
     if (path / "manifest.json").exists() or not path.name or not path.parent.is_dir():
         return False
     if _held().get(os.path.realpath(path.parent)):  # this thread reads there: recovered

@@ -1,17 +1,24 @@
 """How the command line prints document and model text: control characters shown as escapes,
 never obeyed; a quoted block that cannot forge a line of the tool's own; one line per source;
-the confidence named by what it is.
+the confidence named by what it is. Lines that hold such text are folded to the terminal's
+width by ragbook (``folding``), each later row after a mark, so the terminal's own wrapping
+cannot start a row with text a document chose.
 """
 from __future__ import annotations
 
 import json
 import unicodedata
 
+from .folding import WIDTH, Folder, cells, fold
 from .retrieval import CONFIDENCE_KINDS
 from .text import DRAWN_BLANK
 
-__all__ = ["shown", "one_line", "json_text", "quoted", "passage_line", "confidence_line"]
+__all__ = ["shown", "one_line", "json_text", "quoted", "Quoted", "passage_line", "tool_line",
+           "confidence_line", "CONTINUED"]
 
+CONTINUED = "    > "  # starts every later row of a tool line folded to the width
+SNIPPET = 20          # the fewest cells of a passage's text a folded source line shows
+SNIPPET_CHARS = 72    # the most characters of it an unfolded one shows
 
 
 def _escaped(c: str) -> str:
@@ -53,21 +60,65 @@ def one_line(text) -> str:
     return shown(text).replace("\n", "\\n")
 
 
-def quoted(text, first: bool = True) -> str:
-    """Document or model text as a quoted block: every line it holds starts with ``> ``
-    (``first``: the text starts a line), so nothing it says can make a line of the tool's
-    own — no ``  [1] doc  chars ...`` source line, no ``sources:`` header."""
-    return ("> " if first else "") + shown(text).replace("\n", "\n> ")
+class Quoted:
+    """Document or model text as a quoted block, written piece by piece (a streamed
+    answer): every row starts with ``> `` — after a line break of the text's own, and,
+    with a ``width``, each row folded at that many cells — so nothing it says can make a
+    row of the tool's own: no ``  [1] doc  chars ...`` source line, no ``sources:``
+    header. ``write(piece)`` gives what to print now, ``end()`` the rest."""
+
+    def __init__(self, width: int | None = WIDTH):
+        self._folder = Folder(width, "> ") if width is not None else None
+        self._first = True
+
+    def write(self, piece: str) -> str:
+        if self._folder is not None:
+            return self._folder.write(shown(piece))
+        first, self._first = self._first, False
+        return ("> " if first else "") + shown(piece).replace("\n", "\n> ")
+
+    def end(self) -> str:
+        return self._folder.end() if self._folder is not None else ""
 
 
-def passage_line(n: int, p: dict) -> str:
-    """One source line: rank, document, offsets and the start of the text. No score: a
+def quoted(text, width: int | None = WIDTH) -> str:
+    """``text`` as a whole quoted block (``Quoted``)."""
+    block = Quoted(width)
+    return block.write(str(text)) + block.end()
+
+
+def tool_line(line: str, width: int | None = WIDTH) -> str:
+    """One line of the tool's own that holds document text (already ``one_line``):
+    folded at ``width`` cells (None: whole), each later row after ``CONTINUED``."""
+    return fold(line, width, CONTINUED)
+
+
+def _clip(text: str, budget: int) -> str:
+    """``text`` cut to at most ``budget`` cells, ``...`` marking the cut."""
+    if cells(text) <= budget:
+        return text
+    out, used = [], 3
+    for c in text:
+        used += cells(c)
+        if used > budget:
+            break
+        out.append(c)
+    return "".join(out) + "..."
+
+
+def passage_line(n: int, p: dict, width: int | None = WIDTH) -> str:
+    """One source line: rank, document, offsets and the start of the text — 72 characters
+    of it, or as much as fits ``width`` (a long id then folds, ``tool_line``). No score: a
     candidate's fused (RRF) score is a rank sum (~0.03 at best) that reads like "very low
-    confidence"; the quantity the pipeline decided on is printed once (``confidence_line``)."""
+    confidence"; the quantity the pipeline decided on is printed once
+    (``confidence_line``)."""
+    head = f"  [{n}] {one_line(p['doc_id'])}  chars {p['start']}-{p['end']}  "
     snippet = " ".join(shown(p.get("text", "")).split())
-    snippet = snippet if len(snippet) <= 72 else snippet[:69] + "..."
-    return (f"  [{n}] {one_line(p['doc_id'])}  "
-            f"chars {p['start']}-{p['end']}  \"{snippet}\"")
+    if width is None:
+        snippet = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:69] + "..."
+    else:
+        snippet = _clip(snippet, max(SNIPPET, width - cells(head) - 2))
+    return tool_line(f"{head}\"{snippet}\"", width)
 
 
 def confidence_line(out: dict, floor: float | None) -> str:

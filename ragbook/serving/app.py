@@ -74,6 +74,15 @@ def sse(kind: str, data) -> str:
     return f"event: {kind}\ndata: {text}\n\n"
 
 
+def _once(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different; ``ValueError`` for a key given twice
+    (``{"question": "a", "question": "b"}``: Python keeps the last, other readers the first)."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        raise ValueError("a key is given twice")
+    return obj
+
+
 class _Guard:
     """ASGI middleware: every HTTP request passes ``Policy.check_head`` before any route."""
 
@@ -120,14 +129,15 @@ def build_app(pipeline: Pipeline, policy: Policy | None = None, max_connections:
             raise Refused(400, "the client closed the connection before its body arrived; "
                                "send the whole body", headers=close) from None
         fixed = policy.scope_for(request.headers.get("authorization"))
-        try:
-            req = json.loads(body)
+        try:                  # a key sent twice is refused: which one a proxy or a log
+            req = json.loads(body, object_pairs_hook=_once)   # read is not the one served
         except (ValueError, RecursionError):      # RecursionError: [[[[... nested past Python
             req = None
         if not isinstance(req, dict) or not isinstance(req.get(field), str) \
                 or not req[field].strip() or set(req) - {field, "scope"}:
             raise Refused(400, f"the body must be a JSON object {{\"{field}\": \"...\"}} with "
-                               "an optional \"scope\" (nothing else); see GET /schema")
+                               "an optional \"scope\" (nothing else, each key once); see "
+                               "GET /schema")
         try:                  # the request's own faults are 400 here; the pipeline's are 500
             check_text(req[field], field)
         except ValueError as err:

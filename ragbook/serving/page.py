@@ -4,7 +4,9 @@ cited span highlighted inside each passage or, a click away, inside its whole do
 (``POST /document``; for a PDF, the pages it lies on, as ``convert.pages_of`` counts them),
 and on request why each source scored what it did (``POST /explain``). No build step and
 nothing fetched from elsewhere (the server's Content-Security-Policy allows only this
-script, by its hash); document text is only ever set as text, never as HTML."""
+script, by its hash); document text is only ever set as text, never as HTML, and an id or
+detail shown inline has its invisible and reordering characters escaped, as the command
+line shows them (``shown``)."""
 from __future__ import annotations
 
 __all__ = ["PAGE", "SCRIPT"]
@@ -14,6 +16,21 @@ const form = document.getElementById("ask"), box = document.getElementById("ques
 const answer = document.getElementById("answer"), status = document.getElementById("status");
 const sources = document.getElementById("sources"), why = document.getElementById("why");
 let last = null;
+
+// Text a document chose, shown inline as the command line shows it: characters a browser
+// obeys or draws as nothing (controls, bidi overrides and isolates, zero-width characters,
+// line and paragraph separators, blank fillers) written as visible \u escapes — so an id
+// cannot pass for another, nor reorder the words after it — and set inside a <bdi>.
+const HIDDEN = [/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}]/gu,    // as terminal.shown
+                /[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0]/gu,
+                /[\u{e0100}-\u{e01ef}]/gu];                          // text.DRAWN_BLANK
+function escaped(c) {
+  const n = c.codePointAt(0);
+  return "\\u" + (n > 0xffff ? "{" + n.toString(16) + "}" : n.toString(16).padStart(4, "0"));
+}
+function shown(text) {
+  return HIDDEN.reduce((s, re) => s.replace(re, escaped), String(text));
+}
 
 function el(tag, text, cls) {
   const node = document.createElement(tag);
@@ -59,8 +76,8 @@ function showSources(result) {
     if (!result.escalated && span && span[0] === hit.doc_id && hit.start !== null) {
       s = span[1] - hit.start; e = span[2] - hit.start;
     }
-    head.textContent = "[" + (n + 1) + "] " + hit.doc_id + (hit.start === null ? "" :
-      ", characters " + hit.start + "\u2013" + hit.end) + pagesOf(hit, s >= 0 ? span : null);
+    head.append("[" + (n + 1) + "] ", el("bdi", shown(hit.doc_id)), (hit.start === null ?
+      "" : ", characters " + hit.start + "\u2013" + hit.end) + pagesOf(hit, s >= 0 ? span : null));
     if (s >= 0 && e <= hit.text.length && s < e) {
       const mark = el("mark", hit.text.slice(s, e));
       mark.id = "cited-" + n;
@@ -91,7 +108,7 @@ async function showDocument(hit, span, passage) {
     const doc = await (await post("/document", {doc_id: hit.doc_id})).json();
     const [a, b] = span ? [span[1], span[2]] : [hit.start, hit.end];
     const view = el("div", undefined, "passage document");
-    view.setAttribute("aria-label", "the document " + hit.doc_id);
+    view.setAttribute("aria-label", "the document " + shown(hit.doc_id));
     let mark = null;
     doc.segments.forEach(([start, text], i) => {
       if (i > 0) view.append(el("span", "\n[\u2026]\n", "gap"));
@@ -144,7 +161,8 @@ async function ask(ev) {
 function finish(result) {
   last = result;
   if (result.escalated) {
-    status.textContent = "Escalated (" + result.reason + "): " + result.detail;
+    status.replaceChildren("Escalated (" + result.reason + "): ",
+                           el("bdi", shown(result.detail)));
   } else {
     status.textContent = "Answered" + (result.confidence !== null ? " (confidence " +
       result.confidence.toFixed(2) + ", " + result.confidence_kind + ")" : "") + ".";
@@ -187,6 +205,7 @@ button { font: inherit; padding: .4rem 1rem; margin-top: .5rem; }
 :focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
 #answer { font-size: 1.15rem; min-height: 1.5em; }
 .sentence + .sentence::before { content: " "; }
+.sentence { unicode-bidi: isolate; }
 mark { background: #fde68a; color: inherit; }
 .passage { white-space: pre-wrap; background: #f5f5f4; padding: .5rem; }
 .document { max-height: 24rem; overflow: auto; }

@@ -154,6 +154,10 @@ class Policy:
             if ctype != "application/json":
                 raise Refused(415, "Content-Type must be application/json; send the request "
                                    "as JSON, e.g. {\"question\": \"...\"}")
+            if "transfer-encoding" in dict(headers) and "content-length" in dict(headers):
+                raise Refused(400, "the request sends both Content-Length and "
+                                   "Transfer-Encoding, which a proxy and this server could "
+                                   "read as different bodies; send one of them")
             length = dict(headers).get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
                 raise Refused(413, f"the body is over max_body_bytes={self.max_body_bytes} "
