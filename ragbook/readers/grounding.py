@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..bm25 import Tokenizer
+from ..conflicts import as_digits, figures
 from ..injection import evidence
 from ..text import sentences
 from ..types import Hit
@@ -135,25 +136,11 @@ def split_claims(reply: str) -> list[str]:
     return out
 
 
-_ONES = "one two three four five six seven eight nine".split()
-_TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_NUMBER_WORD = ({w: n for n, w in enumerate(_ONES, 1)} | {w: n for n, w in enumerate(_TEENS, 10)}
-                | {w: n for n, w in zip(range(20, 100, 10), _TENS, strict=True)}
-                | {"hundred": 100, "thousand": 1000})
-_NUMBER = re.compile(rf"\b(?:({'|'.join(_TENS)})-({'|'.join(_ONES)})|"
-                     rf"({'|'.join(w for w in _NUMBER_WORD if w != 'one')}))\b", re.I)
 # words that turn a statement round ("n't" reaches the tokenizer as "t")
 _NEGATORS = frozenset("not no never none nothing neither nor cannot without t".split())
-
-
-def _figures(text: str) -> str:
-    """Number words as digits ("ninety days" -> "90 days", "thirty-five" -> "35"; not "one",
-    which is as often a pronoun), so a figure is compared however it is written."""
-    def digits(m: re.Match) -> str:
-        words = [w.lower() for w in m.groups() if w]
-        return str(sum(_NUMBER_WORD[w] for w in words))
-    return _NUMBER.sub(digits, text)
+# where one statement ends and another begins inside what the splitter read as one sentence:
+# a full stop glued to the next sentence ("method.Enterprise"), a semicolon, CJK full stops
+_HIDDEN_END = re.compile(r"(?<=[a-z0-9)\]][.!?])(?=[A-Z][a-z])|(?<=[;；。！？])")
 
 
 def support(claim: str, passage: str) -> float:
@@ -167,17 +154,41 @@ def support(claim: str, passage: str) -> float:
     share most of its words, but not in both. Instruction-like sentences of the passage
     (``planted_spans``: each sentence, and each adjacent pair, after Unicode and markup
     normalisation) count for nothing: obeying an injection is not grounding, and a claim
-    backed only by one has support 0."""
+    backed only by one has support 0. A figure's unit counts too: "14 hours" against a
+    passage that gives 14 only in days has support 0 (``_unit_swapped``). And a claim that
+    holds two statements the sentence splitter did not part ("... payment
+    method.Enterprise customers get ...", "...; ...", "。") is backed only as far as its
+    least backed statement: an invented sentence cannot ride on a quoted one."""
+    parts = [p for p in _HIDDEN_END.split(claim) if len(set(Tokenizer()(p))) >= 2]
+    if len(parts) > 1:
+        return min(_support(p, passage) for p in parts)
+    return _support(claim, passage)
+
+
+def _support(claim: str, passage: str) -> float:
+    """``support`` of one statement."""
     tok = Tokenizer()
     backing = evidence(passage)
-    words, found = set(tok(_figures(CITE.sub(" ", claim)))), set(tok(_figures(backing)))
+    claim = as_digits(CITE.sub(" ", claim))
+    words, found = set(tok(claim)), set(tok(as_digits(backing)))
     if len(words) < 2 or any(any(c.isdigit() for c in w) and w not in found for w in words):
         return 0.0
-    said = [set(tok(_figures(s))) for s in sentences(backing)]
+    if _unit_swapped(claim, backing):
+        return 0.0
+    said = [set(tok(as_digits(s))) for s in sentences(backing)]
     most = max((len(s & words) for s in said), default=0)
     if all(bool(words & _NEGATORS) != bool(s & _NEGATORS) for s in said if len(s & words) == most):
         return 0.0
     return len(words & found) / len(words)
+
+
+def _unit_swapped(claim: str, passage: str) -> bool:
+    """A figure of ``claim`` comes with a unit the passage never gives that value: the
+    passage says 14 days (and nowhere 14 hours), the claim 14 hours — the same digits, not
+    the same fact."""
+    given = figures(passage)
+    return any((value, unit) not in given and any(v == value for v, _ in given)
+               for value, unit in figures(claim))
 
 
 def number_passages(texts: Sequence[str], sources: Sequence[str]) -> str:
