@@ -23,8 +23,11 @@ rest. Text past ``max_chars`` (a small file can expand to megabytes: a PDF's com
 page streams, a zipped DOCX) is cut with a warning. Content a reader does not see is left
 out: HTML hidden by ``hidden``, ``aria-hidden``, ``display:none``, ``visibility:hidden``,
 ``opacity:0``, ``font-size:0`` (however the style is spelled: comments, escapes, case, any
-unit) or a hiding class, ``<canvas>``/``<object>`` fallback, CDATA, Word's hidden runs, and PDF text
-drawn invisible (render mode 3), except a scan's OCR layer (its only text, over an image).
+unit) or a hiding class, or by the page's own style sheets (``css_cascade``: selectors,
+cascade, ``@media``, text the colour of its backdrop), ``<canvas>``/``<object>`` fallback,
+CDATA, Word's hidden runs, and PDF text drawn invisible (render mode 3), off the page,
+clipped away or covered (``pdf_geometry``), except a scan's OCR layer (its only text, over
+an image).
 
 >>> import tempfile, pathlib
 >>> page = pathlib.Path(tempfile.mkdtemp()) / "refunds.html"
@@ -54,8 +57,9 @@ from .conversion import (
     library,
     unreadable,
 )
+from .css_cascade import Cascade
 from .docx_text import read_docx
-from .html_hiding import hidden_by, sheet_hides, style_hides
+from .html_hiding import HIDING_CLASSES
 from .pdf_text import read_pdf
 from .types import Document
 
@@ -220,8 +224,14 @@ def read_html(path: Path, doc_id: str) -> Document:
     except Exception as err:
         raise unreadable(path, "HTML", err) from err
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
-    for tag in _boilerplate(soup, bs4):
-        tag.decompose()
+    drop, skipped = _boilerplate(soup, bs4)
+    for element in drop:
+        element.extract()
+    if skipped:
+        warnings.warn(f"{str(path)!r}: {skipped} selector(s) of its style sheets were not "
+                      f"read (over the limit a page is given); text they hide may be "
+                      f"indexed. Check the page, or save it without its style sheets",
+                      stacklevel=3)
     articles = soup.find_all("article")
     root = (soup.find("main") or soup.find(attrs={"role": "main"})
             or (articles[0] if len(articles) == 1 else None) or soup.body or soup)
@@ -262,14 +272,16 @@ def _attr(tag, name: str) -> str:
 _HAS_HEADING, _HAS_CONTENT = 1, 2     # what an element holds below it (_boilerplate)
 
 
-def _boilerplate(soup, bs4) -> list:
-    """The outermost elements to drop (``_is_boilerplate``), found in two walks that visit
+def _boilerplate(soup, bs4) -> tuple[list, int]:
+    """``(drop, skipped)``: the outermost elements to drop (``_is_boilerplate``, or hidden by
+    the page's style: ``css_cascade``), with the text of elements whose own text is hidden,
+    and how many style-sheet selectors were not read. Found in two walks that visit
     each element once: what every element holds below it (a heading, the page's content) is
     gathered bottom-up first, and whether it sits in a sectioning element top-down, so no
     element searches its subtree or its ancestors (thousands of nested ``<header>``s made
     that quadratic: 13 s for 32 KB)."""
     tags = [t for t in soup.descendants if isinstance(t, bs4.Tag)]
-    sheet = sheet_hides(soup)
+    cascade = Cascade(soup)
     held: dict[int, int] = {}
     for tag in reversed(tags):            # children before their parents
         kind = (_HAS_HEADING if tag.name in _HEADINGS else 0) | (
@@ -285,23 +297,25 @@ def _boilerplate(soup, bs4) -> list:
             continue
         if parent in sectioned or tag.name in _SECTIONING:
             sectioned.add(id(tag))
-        if _is_boilerplate(tag, held.get(id(tag), 0), parent in sectioned, sheet):
+        seen = "box" if _is_boilerplate(tag, held.get(id(tag), 0), parent in sectioned) \
+            else cascade.judge(tag)
+        if seen == "box":
             drop.append(tag)
             dropped.add(id(tag))
-    return drop
+        elif seen == "text":              # hidden by a property a child may set back
+            drop.extend(c for c in tag.children if isinstance(c, bs4.NavigableString))
+    return drop, cascade.skipped
 
 
-def _is_boilerplate(tag, held: int, in_section: bool,
-                    sheet: tuple = (set(), set(), set())) -> bool:
-    """``tag`` is dropped: boilerplate, or hidden. ``held``: what it holds below it
-    (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section;
-    ``sheet``: what the page's style sheets hide (``html_hiding.sheet_hides``)."""
+def _is_boilerplate(tag, held: int, in_section: bool) -> bool:
+    """``tag`` is dropped: boilerplate, or hidden by its attributes or a "visually hidden"
+    class (its style is judged by ``css_cascade``). ``held``: what it holds below it
+    (``_HAS_HEADING``, ``_HAS_CONTENT``); ``in_section``: inside a main/article/section."""
     if tag.name in _DROP or (_attr(tag, "role").split() or [""])[0] in _DROP_ROLES:
         return not _holds_content(tag, held)
     classes = {c.lower() for c in tag.get_attribute_list("class") if c}
     if tag.has_attr("hidden") or _attr(tag, "aria-hidden") == "true" \
-            or style_hides(tag.get("style") or "") \
-            or hidden_by(sheet, tag.name.lower(), classes, _attr(tag, "id")):
+            or HIDING_CLASSES & classes:
         return True
     # the page's header and footer are boilerplate; an article's own header, or any header
     # with a heading in it, holds the title

@@ -1,16 +1,19 @@
 """What CSS hides: the HTML converter's test of whether a reader of the rendered page sees
 an element (``ragbook.convert``). Text a browser never shows is where planted instructions
 hide, so it is not indexed: inline styles (``style_hides``), the "visually hidden" classes
-of CSS frameworks (``HIDING_CLASSES``), and the page's own style-sheet rules for classes,
-ids and tags combined with them (``sheet_hides``)."""
+of CSS frameworks (``HIDING_CLASSES``), and — for Markdown's raw HTML, which has no tree
+(``markdown_text``) — the page's own style-sheet rules for classes, ids and tags combined
+with them (``sheet_hides``). An HTML page's sheets are read in full, selectors and cascade,
+by ``css_cascade`` with ``box_hides`` and ``text_hides``."""
 from __future__ import annotations
 
 import re
 
-__all__ = ["css", "style_hides", "sheet_hides", "hidden_by", "hiding_selectors", "selected",
-           "HIDING_CLASSES"]
+__all__ = ["css", "declarations", "style_hides", "text_hides", "box_hides", "sheet_hides",
+           "hidden_by", "hiding_selectors", "selected", "HIDING_CLASSES", "CSS_COMMENT",
+           "transparent", "evaluate_calc"]
 
-_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
+CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.S)
 _CSS_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?([a-z]*|%)")
 
@@ -20,7 +23,13 @@ def css(style: str) -> dict[str, str]:
     escapes such as ``n\\6f ne`` decoded, lowercased, spaces collapsed, a later declaration
     overriding an earlier one unless that one is ``!important`` — so ``/**/display:none``
     and ``DISPLAY : n\\6f ne`` hide what they hide in the browser."""
-    text = _CSS_ESCAPE.sub(_unescape, _CSS_COMMENT.sub("", style))
+    return {name: value for name, (value, _) in declarations(style).items()}
+
+
+def declarations(style: str) -> dict[str, tuple[str, bool]]:
+    """``css`` with each value's ``!important`` flag: ``{property: (value, important)}``
+    (the cascade, ``css_cascade``, weighs a style sheet's important rules against it)."""
+    text = _CSS_ESCAPE.sub(_unescape, CSS_COMMENT.sub("", style))
     found: dict[str, tuple[str, bool]] = {}
     for declaration in text.split(";"):
         name, colon, value = declaration.partition(":")
@@ -30,7 +39,7 @@ def css(style: str) -> dict[str, str]:
         name = name.strip().lower()
         if colon and name and not (name in found and found[name][1] and not important):
             found[name] = (value, important)
-    return {name: value for name, (value, _) in found.items()}
+    return found
 
 
 def _unescape(match: re.Match) -> str:
@@ -52,14 +61,26 @@ def style_hides(style: str) -> bool:
     hidden, or text indented, positioned, translated or given a margin of 999 px or more off
     the page — the "visually hidden" recipes of CSS frameworks, and of planted text."""
     get = css(style).get
+    return box_hides(get) or text_hides(get)
+
+
+def text_hides(get) -> bool:
+    """Declarations (``get``: a property's value, or the default) that hide an element's
+    text through properties its children inherit, and so may set back for themselves:
+    ``visibility:hidden``, a font size under 1 px, a transparent text colour."""
     shown_through = "text" in get("background-clip", "") + get("-webkit-background-clip", "")
+    return (get("visibility") in ("hidden", "collapse")
+            or _tiny_font(evaluate_calc(get("font-size", "")))
+            or (transparent(get("color", "")) and not shown_through))
+
+
+def box_hides(get) -> bool:
+    """Declarations (``get``) that hide an element's whole box, children and all: what no
+    child can undo (``display:none``, opacity, a clip, a scale, a move off the page)."""
     transform = get("transform", "")
     opacities = [get("opacity", "")] + _arguments(get("filter", ""), "opacity")
-    return (get("display") == "none" or get("visibility") in ("hidden", "collapse")
-            or get("content-visibility") == "hidden"
+    return (get("display") == "none" or get("content-visibility") == "hidden"
             or any(v is not None and v < 0.05 for v in map(_fraction, opacities))
-            or _tiny_font(_calc(get("font-size", "")))
-            or (_transparent(get("color", "")) and not shown_through)
             or _NOTHING.search(get("clip", "") + " " + get("clip-path", "")) is not None
             or _flattened(transform, get("scale", ""))
             or _moved_off(transform, get("translate", ""))
@@ -96,7 +117,7 @@ def _tiny_font(value: str) -> bool:
     return size is not None and (size == 0 or found[1] in _PX and size * _PX[found[1]] < 1)
 
 
-def _transparent(color: str) -> bool:
+def transparent(color: str) -> bool:
     """A text colour whose alpha is under 0.05: ``transparent``, ``#RGBA`` or ``#RRGGBBAA``,
     or a colour function whose fourth argument or argument after ``/`` is (``rgba(255,255,
     255,0)``, ``rgb(0 0 0 / 0%)``, ``hsla(...)``, ``oklch(... / 0)``)."""
@@ -132,7 +153,7 @@ def _moved_off(transform: str, translate: str) -> bool:
     return any((_number(v) or 0) <= -999 for v in moves if v.endswith("px"))
 
 
-def _calc(value: str) -> str:
+def evaluate_calc(value: str) -> str:
     """``calc(0px)`` read as ``0px`` (a calc of one term; anything richer stays unread)."""
     return value[5:-1].strip() if value.startswith("calc(") and value.endswith(")") else value
 
@@ -169,7 +190,7 @@ def hiding_selectors(sheet: str) -> tuple[set[str], set[str], set[Selector]]:
     classes: set[str] = set()
     ids: set[str] = set()
     compound: set[Selector] = set()
-    for selectors, body in _RULE.findall(_CSS_COMMENT.sub("", sheet)[:200_000]):
+    for selectors, body in _RULE.findall(CSS_COMMENT.sub("", sheet)[:200_000]):
         if not style_hides(body):
             continue
         for selector in selectors.lower().split(","):

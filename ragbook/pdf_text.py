@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 
 from .conversion import ConversionError, join_blocks, library, unreadable
+from .pdf_geometry import form_place, unseen
 from .types import Document
 
 __all__ = ["visible_text", "read_pdf"]
@@ -51,21 +52,27 @@ def visible_text(page) -> tuple[str, str]:
     from pypdf.generic import ContentStream  # the documents extra
 
     owners = _owners(page)
-    if not any(_INVISIBLE.search(_data(o)) for o, _, _ in owners):
+    if page.get_contents() is None:
         return page.extract_text() or "", "visible"
-    whole = page.extract_text() or ""
     streams = [ContentStream(o.get_contents() if parent is None else o, page.pdf)
                for o, parent, _ in owners]
+    away = _placed(page, owners, streams)
+    if not any(away) and not any(_INVISIBLE.search(_data(o)) for o, _, _ in owners):
+        return page.extract_text() or "", "visible"
     entry: dict[int, tuple] = {}
     for _ in range(3):                # a form's starting state hangs on its callers' states
         calls: dict[int, list[tuple]] = {}
-        walked = [_walk(o, stream.operations, entry.get(id(o), _START), calls)
-                  for (o, _, _), stream in zip(owners, streams, strict=True)]
+        walked = [_walk(o, stream.operations, entry.get(id(o), _START), calls, gone)
+                  for (o, _, _), stream, gone in zip(owners, streams, away, strict=True)]
         settled = {form: states[0] if all(map(_hides, states)) else _START
                    for form, states in calls.items()}
         if settled == entry:
             break
         entry = settled
+    if all(len(kept) == len(stream.operations)
+           for (kept, _), stream in zip(walked, streams, strict=True)):
+        return page.extract_text() or "", "visible"
+    whole = page.extract_text() or ""
     for (owner, parent, key), stream, (kept, _) in zip(owners, streams, walked, strict=True):
         _replace(owner, parent, key, stream, kept)
     images = any(drew for _, drew in walked)
@@ -73,6 +80,39 @@ def visible_text(page) -> tuple[str, str]:
     if shown.strip() or not whole.strip():
         return shown, "visible"
     return (whole, "ocr") if images else ("", "hidden")
+
+
+def _placed(page, owners: list, streams: list) -> list[set[int]]:
+    """For each content stream (``_owners``), the text operations drawn where no reader sees
+    them (``pdf_geometry.unseen``: off the page, clipped away, covered): the page's own,
+    and those of each form it draws once."""
+    box = tuple(float(v) for v in page.cropbox)
+    box = (min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3]))
+    states = _gs_states(page)
+    draws: dict = {}
+    away = [unseen(streams[0].operations, box, transparent=lambda n: n not in states,
+                   draws=draws)]
+    page_xobjects = owners[1][1] if len(owners) > 1 and owners[1][1] is not None else None
+    for (owner, parent, key), stream in zip(owners[1:], streams[1:], strict=True):
+        place = form_place(owner, draws.get(key, []), box) if parent is page_xobjects else None
+        away.append(set() if place is None else unseen(stream.operations, box, *place))
+    return away
+
+
+def _gs_states(page) -> set:
+    """The names of the page's graphics-state parameter sets (``gs``) that leave fills
+    opaque: no fill alpha under 1, no blend mode but Normal, no soft mask."""
+    try:
+        states = page["/Resources"]["/ExtGState"].get_object()
+    except (KeyError, TypeError, AttributeError):
+        return set()
+    opaque = set()
+    for name, ref in states.items():
+        state = ref.get_object()
+        if float(state.get("/ca", 1)) >= 1 and state.get("/BM", "/Normal") in (
+                "/Normal", "/Compatible") and state.get("/SMask", "/None") == "/None":
+            opaque.add(name)
+    return opaque
 
 
 def _data(owner) -> bytes:
@@ -124,12 +164,13 @@ def _white(op: bytes, operands) -> bool | None:
     return len(values) in (1, 3) and all(v >= 0.98 for v in values)
 
 
-def _walk(owner, operations, state: tuple, calls: dict) -> tuple[list, bool]:
+def _walk(owner, operations, state: tuple, calls: dict, away: set[int]) -> tuple[list, bool]:
     """``(kept, images)``: ``owner``'s content ``operations`` (of the page or a form) less
     the text-showing ones drawn invisible, starting in text ``state``; and whether it draws
-    an image. Adds to ``calls[id(form)]`` the state each form it draws is drawn in."""
+    an image. Adds to ``calls[id(form)]`` the state each form it draws is drawn in. The
+    operations at the indices ``away`` (drawn where no reader sees them) are left out too."""
     states, kept, images, backdrop = [state], [], False, False
-    for operands, op in operations:
+    for index, (operands, op) in enumerate(operations):
         state = states[-1]
         try:
             if op == b"Tr" and operands:
@@ -156,7 +197,7 @@ def _walk(owner, operations, state: tuple, calls: dict) -> tuple[list, bool]:
             images |= drawn is not None and drawn.get("/Subtype") == "/Image"
             if drawn is not None and drawn.get("/Subtype") == "/Form":
                 calls.setdefault(id(drawn), []).append(states[-1])
-        if not (op in _SHOW and _hides(states[-1])):
+        if not (op in _SHOW and (_hides(states[-1]) or index in away)):
             kept.append((operands, op))
     return kept, images
 
@@ -220,7 +261,8 @@ def read_pdf(path: Path, doc_id: str) -> Document:
     empty = [n for n, t in enumerate(texts, 1) if not t]
     if len(empty) == len(texts) and "hidden" in kinds:
         raise ConversionError(f"{str(path)!r} has text only drawn invisible (render mode 3) "
-                              f"and no page image under it, so none of it is shown to a "
+                              f"and no page image under it (or drawn off the page, clipped "
+                              f"away or covered over), so none of it is shown to a "
                               f"reader or indexed; export the document again with its text "
                               f"visible, or remove it")
     if len(empty) == len(texts):

@@ -140,8 +140,9 @@ def compressed_pdf(repeats: int, ops: str | None = None) -> bytes:
     page[NameObject("/Resources")] = DictionaryObject(
         {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
     stream = DecodedStreamObject()
-    stream.set_data((ops or "BT /F1 11 Tf 14 TL 72 720 Td "
-                     + "(Refunds take fourteen days in all plans.) Tj T* " * repeats
+    stream.set_data((ops or "BT /F1 11 Tf 14 TL "   # every line at the page's top: on the page
+                     + "1 0 0 1 72 720 Tm (Refunds take fourteen days in all plans.) Tj "
+                     * repeats
                      + "ET").encode("latin-1"))
     page.replace_contents(stream)
     page.compress_content_streams()
