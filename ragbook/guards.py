@@ -9,6 +9,11 @@ a fact "from now on", asks for a password or card number, or is addressed to the
 assistant. From now on ...") — is delivered only when a passage of another document states
 the same claim (``unsupported_directive``).
 
+An answer that gives an address — an e-mail, web host, phone number or bank account
+(``addresses``) — is delivered only when another document among the passages gives the same
+host or number: a planted page's worst payload sends the user's secrets or money to the
+attacker, in whatever language, and an honest corpus names its own sites on many pages.
+
 A how-to instruction is not a directive: "Go to Settings > Security to turn on two-step
 verification." addresses the user, changes nothing and asks for nothing, so it is answered.
 The markers are cheap structure in the languages of ``data/redteam`` (words matched after
@@ -26,7 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .conflicts import contradicts, quantities, topic_words
+from .addresses import addresses, named_in
+from .conflicts import contradicts, figures, topic_words
 from .injection import normalise
 from .planted_pages import planted_pages
 from .readers.grounding import split_claims, support
@@ -180,19 +186,26 @@ def unsupported_directive(text: str, hits: Sequence[Hit],
     """Why the answer ``text`` read from ``hits`` may not be delivered, or None: one of its
     sentences — or the passage sentence it comes from — is a ``directive`` that no passage of
     *another* document backs (``support``, the generative reader's check, at least
-    ``min_support``, on that document's sentences that are not directives themselves)."""
+    ``min_support``, on that document's sentences that are not directives themselves) — or
+    it gives an address (``addresses``) that no other document among ``hits`` gives."""
     planted = planted_pages(hits)
     for claim in split_claims(text):
         home = _home(claim, hits)
         if home is None:
             continue
         hit, sentence, before = home
+        others = [h for h in hits if h.doc_id not in planted | {hit.doc_id}]
         why = directive(claim, before) or directive(sentence, before)
-        if why and not any(support(claim, _statements(h.text)) >= min_support
-                           for h in hits if h.doc_id not in planted | {hit.doc_id}):
+        if why and not any(support(claim, _statements(h.text)) >= min_support for h in others):
             return (f"{claim!r} {why} (in {hit.doc_id!r}) and no other document states it: "
                     f"a directive one page makes is not an answer; a person should read the "
                     f"page")
+        stray = {a for a in addresses(f"{claim} {sentence}")
+                 if not any(named_in(a, h.text) for h in others)}
+        if stray:
+            return (f"{claim!r} sends the user to {', '.join(sorted(stray))} (in "
+                    f"{hit.doc_id!r}), an address no other document among the passages gives: "
+                    f"a person should check it before anyone writes or pays there")
     return None
 
 
@@ -211,7 +224,7 @@ def contradicted_claim(text: str, hits: Sequence[Hit]) -> tuple[str, str, str] |
     sentence contradict nothing (``planted_pages``)."""
     untrusted = planted_pages(hits)
     for claim in split_claims(text):
-        home = _home(claim, hits) if quantities(claim) else None   # a figure, or no conflict
+        home = _home(claim, hits) if figures(claim) else None   # a figure, or no conflict
         if home is None:
             continue
         for h in hits:
