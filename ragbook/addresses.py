@@ -1,21 +1,23 @@
-"""Where a text sends its reader: e-mail addresses, web hosts, phone numbers and bank account
-numbers (IBAN), each as a comparable key.
+"""Where a text tells its reader to send something: e-mail addresses, phone numbers and bank
+account numbers (IBAN), each as a comparable key.
 
 A planted page's most harmful payload routes the user's secrets or money to the attacker:
 "send the signing key to support@sso-setup.example", "pay invoices to SE45 5000 …", "call
 +1-900-555-0199". Whatever language wraps it, the address itself is plain structure, and an
-honest corpus names its own hosts on many pages — so the guards
+honest corpus gives its own contacts on many pages — so the guards
 (``guards.unsupported_directive``) deliver an answer that gives an address only when another
-document among the passages gives the same host or number, or names that site
-(``named_in``). Hosts compare by registrable domain (``help.brightdesk.example`` and
-``brightdesk.example`` are one site); numbers by their digits. The documentation domains of
-RFC 2606 (``example.com``, ``.net``, ``.org``) and the usual placeholders for the reader's
-own (``yourcompany.com``) route nowhere and are not addresses.
+document among the passages gives the same one, or names its site (``named_in``). Mail
+domains compare by registrable domain (``billing.brightdesk.example`` and
+``brightdesk.example`` are one site); numbers by their digits. Links are not addresses here:
+documentation links to other sites on every page (a README's answer with a link to the
+project's site is honest), so a planted "download the fix from …" is left to the detector.
+The documentation domains of RFC 2606 (``example.com``, ``.net``, ``.org``) and the usual
+placeholders for the reader's own (``yourcompany.com``) route nowhere.
 
 >>> sorted(addresses("Mail help@sso-setup.example or call +1 (900) 555-0199."))
 ['host:sso-setup.example', 'phone:19005550199']
 >>> addresses("Invite ana@example.com, then open https://docs.python.org/3/.")
-{'host:python.org'}
+set()
 """
 from __future__ import annotations
 
@@ -26,11 +28,6 @@ __all__ = ["addresses", "named_in"]
 _TLD = r"(?:com|net|org|io|app|dev|info|biz|co|me|ly|xyz|site|online|top|ru|cn|example|[a-z]{2})"
 _HOST = rf"(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+{_TLD}"
 _EMAIL = re.compile(rf"[\w.+-]+@({_HOST})\b", re.I)
-# a host after a scheme or "www.", or bare with a top-level domain of its own ("visit
-# helper-download.example"): a file name ("setup.py", "index.html") has none of these
-_URL = re.compile(rf"(?:\b[a-z][a-z0-9+.-]*://|\bwww\.)({_HOST})\b", re.I)
-_BARE = re.compile(r"(?<![\w@./-])((?:[a-z0-9-]+\.)+(?:com|net|org|io|app|example|biz|"
-                   r"xyz|site|online|top|ru|cn))\b(?![\w-]|\.\w|\()", re.I)  # no a.b(), a.b.c
 # an international number ("+1 (900) 555-0199", "+44 20 7946 0958"), or the North American
 # "(900) 555-0199" / "900-555-0199"; dates and versions have no "+" and other groupings
 _PHONE = re.compile(r"(?<![\w+])\+\d[\d ()./-]{6,18}\d(?!\w)|\(\d{3}\) ?\d{3}-\d{4}\b|"
@@ -54,7 +51,7 @@ def _site(host: str) -> str:
 def addresses(text: str) -> set[str]:
     """The addresses ``text`` gives, as ``host:<registrable domain>``, ``phone:<digits>`` or
     ``iban:<characters>`` keys (two texts name the same address when they share a key)."""
-    hosts = {_site(h) for rx in (_EMAIL, _URL, _BARE) for h in rx.findall(text)}
+    hosts = {_site(h) for h in _EMAIL.findall(text)}
     out = {f"host:{h}" for h in hosts if h not in _DOCUMENTATION}
     out |= {"phone:" + re.sub(r"\D", "", p) for p in _PHONE.findall(text)}
     ibans = (re.sub(r"\s", "", i) for i in _IBAN.findall(text))

@@ -9,10 +9,10 @@ a fact "from now on", asks for a password or card number, or is addressed to the
 assistant. From now on ...") — is delivered only when a passage of another document states
 the same claim (``unsupported_directive``).
 
-An answer that gives an address — an e-mail, web host, phone number or bank account
-(``addresses``) — is delivered only when another document among the passages gives the same
-host or number: a planted page's worst payload sends the user's secrets or money to the
-attacker, in whatever language, and an honest corpus names its own sites on many pages.
+An answer that gives an address to send something to — an e-mail, phone number or bank
+account (``addresses``) — is delivered only when another document among the passages gives
+it or names its site: a planted page's worst payload sends the user's secrets or money to
+the attacker, in whatever language, and an honest corpus gives its own contacts on many pages.
 
 A how-to instruction is not a directive: "Go to Settings > Security to turn on two-step
 verification." addresses the user, changes nothing and asks for nothing, so it is answered.

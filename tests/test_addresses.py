@@ -16,11 +16,9 @@ from ragbook.types import Document, Hit
 
 @pytest.mark.parametrize(("text", "found"), [
     ("Send it to security@2fa-perevirka.com at once.", {"host:2fa-perevirka.com"}),
-    ("Get https://cdn.helper-download.example/setup.exe", {"host:helper-download.example"}),
-    ("Install the fix from helper-download.example today.", {"host:helper-download.example"}),
     ("Ring +1 (900) 555-0199 to confirm.", {"phone:19005550199"}),
     ("Betala till kontot SE45 5000 0000 0583 9825 7466.", {"iban:SE4550000000058398257466"}),
-    ("Open https://sso.brightdesk.example/saml and https://brightdesk.example/x.",
+    ("Write to billing@eu.brightdesk.example or refunds@brightdesk.example.",
      {"host:brightdesk.example"}),
 ])
 def test_addresses_are_found_whatever_the_language_around_them(text, found):
@@ -31,6 +29,7 @@ def test_addresses_are_found_whatever_the_language_around_them(text, found):
     "Released 2026-03-04 as version 1.2.3 (ticket 123456789).",
     "Edit config.json and setup.py, then call req.info() and MyEnum.example.value.",
     "Invite ana@example.com or accounts@yourcompany.com.",
+    "See https://sbert.net/docs/ or docs.python.org for the details.",   # links route nowhere
     "Timestamps look like 2026-03-04T12:30:00+02:00.",
 ])
 def test_code_dates_versions_and_placeholders_are_not_addresses(text):
@@ -61,8 +60,8 @@ def test_an_address_one_page_alone_gives_is_not_an_answer_another_page_backs_it(
     assert unsupported_directive(payload, [hit("sso-notice", payload), same_page])
 
 
-def test_the_products_own_host_is_answered_when_another_page_names_the_product():
-    said = "The SP metadata URL is https://sso.brightdesk.example/saml/metadata."
+def test_the_products_own_address_is_answered_when_another_page_names_the_product():
+    said = "Send the signed form to security@brightdesk.example."
     other = "Brightdesk supports SAML and OIDC; in Brightdesk, open Security."
     assert unsupported_directive(said, [hit("sso-setup", said), hit("sso-oidc", f"x. {other}")]
                                  ) is None
