@@ -28,6 +28,7 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -243,9 +244,19 @@ class CachedPipeline(Component):
         hit = self.cache.get(key)
         if hit is not None:
             try:
-                return Result.from_dict(hit)
+                return _asked_by(Result.from_dict(hit), question, history)
             except (KeyError, TypeError, ValueError):  # a damaged row: recompute, overwrite
                 pass
         result = self.pipeline.ask(question, history, where, scope=scope)
         self.cache.put(key, result.to_dict())
         return result
+
+
+def _asked_by(result: Result, question: str, history) -> Result:
+    """A cached ``result`` as this asker's: their own question and conversation length in
+    it, not those of whoever asked first — two conversations that condense to the same
+    question share the answer, never each other's words."""
+    trace = tuple(replace(s, detail={**s.detail, "input": question,
+                                     "history_turns": len(history or ())})
+                  if s.name == "condense" else s for s in result.trace)
+    return replace(result, question=question, trace=trace)

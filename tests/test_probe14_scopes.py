@@ -157,3 +157,25 @@ def test_a_detail_with_keys_of_mixed_types_is_hashed_not_raised():
     got = stage_attributes(Stage("search", 0.1, ("a",), (1.0,), detail), text=False)
     assert {"ragbook.detail.by_rank.hmac", "ragbook.detail.custom.hmac"} <= got.keys()
     assert "alice" not in json.dumps(got) and "sk-live" not in json.dumps(got)
+
+
+def test_a_cached_answer_carries_this_askers_question_not_the_first_askers(tmp_path):
+    """The answer cache keys on the condensed question, so a second asker whose words
+    condense the same way got a ``Result`` holding the *first* asker's question and
+    condense input (whatever they pasted into it); now a hit carries the current asker's."""
+    from ragbook.cache import CachedPipeline
+    from ragbook.chunking import chunk_documents
+    from ragbook.datasets import load_helpcentre
+    from ragbook.pipeline import Pipeline
+
+    docs = load_helpcentre().documents[:30]
+    cp = CachedPipeline(Pipeline(BM25Index().build(chunk_documents(docs, size=256, overlap=32))),
+                        path=tmp_path / "a.sqlite")
+    history = [{"role": "user", "content": "can I get a refund on the pro plan?"}]
+    first = cp.ask("and enterprise?", history=history)
+    assert first.condensed != first.question                      # it was rewritten
+    second = cp.ask(first.condensed)
+    assert cp.cache.hits == 1 and second.answer == first.answer
+    assert second.question == first.condensed
+    assert second.trace[0].detail["input"] == first.condensed       # not "and enterprise?"
+    assert second.trace[0].detail["history_turns"] == 0
