@@ -6,10 +6,13 @@ fields (``<w:fldSimple>``) and text boxes was silently dropped, body-level conte
 hid whole paragraphs and tables, and ``table.rows`` crashed on a table without
 ``<w:tblPr>``. Here every ``<w:t>`` of a paragraph counts, except:
 
-* hidden runs: Word does not show them. Hidden is resolved as Word renders it
-  (``StyleSheet``): the run's own ``<w:vanish/>`` or ``<w:specVanish/>``, else its
-  character style's, else its paragraph style's (each through its ``basedOn`` chain), else
-  the document defaults — so text hidden by a style is left out too;
+* runs a reader cannot see (``docx_styles.StyleSheet``): hidden (``<w:vanish/>``,
+  ``<w:specVanish/>``), in a font under 1 px, or the colour of their backdrop (white on the
+  white page), each resolved as Word resolves it — through the run's character style, its
+  paragraph's style, its table's style (each through its ``basedOn`` chain) and the
+  document defaults — so text a style hides is left out too;
+* drawings Word does not show (``wp:docPr hidden``, a VML ``visibility:hidden`` shape),
+  with their text boxes;
 * deleted text (``<w:del>``, ``<w:moveFrom>``): the reader sees the document after changes;
 * the ``mc:Fallback`` copy of a text box (Word stores each text box twice);
 * field instructions (``<w:instrText>``, not ``<w:t>``): the field's shown result is kept.
@@ -30,11 +33,12 @@ from pathlib import Path
 
 from . import conversion  # MAX_UNZIPPED read when called: a test may lower it
 from .conversion import ConversionError, join_blocks, library, unreadable
+from .docx_styles import StyleSheet, W
+from .html_hiding import css
 from .types import Document
 
 __all__ = ["body_items", "read_docx", "StyleSheet", "W"]
 
-W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _OUT = {f"{W}del", f"{W}moveFrom"}
 # what Word reads of mc:AlternateContent: the first mc:Choice whose required namespaces it
@@ -43,71 +47,25 @@ _MATH_TEXT = "{http://schemas.openxmlformats.org/officeDocument/2006/math}t"   #
 _KNOWN_NS = ("http://schemas.microsoft.com/office/", "http://schemas.openxmlformats.org/")
 _WRAPPERS = {f"{W}sdt", f"{W}sdtContent", f"{W}customXml", f"{W}smartTag", f"{W}ins",
              f"{W}moveTo"}
-_FALSE = {"0", "false", "off"}
+_WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
+_ANCHORS = {f"{_WP}anchor", f"{_WP}inline"}
+_VML = "{urn:schemas-microsoft-com:vml}"
 _READ = {f"{W}t", f"{W}tab", f"{W}br", f"{W}cr", f"{W}fldChar", _MATH_TEXT}
 MAX_ENTRIES = 10_000      # zip entries in a DOCX (Word writes dozens)
 
 
-def _vanish(rpr) -> bool | None:
-    """Whether run properties ``rpr`` hide the run (``w:specVanish`` or ``w:vanish``, either
-    with no ``w:val`` or a true one); None when they say nothing, so a style decides."""
-    if rpr is None:
-        return None
-    said = [el.get(f"{W}val", "true").strip().lower() not in _FALSE
-            for el in (rpr.find(f"{W}specVanish"), rpr.find(f"{W}vanish")) if el is not None]
-    return any(said) if said else None
-
-
-class StyleSheet:
-    """Which runs a document's styles hide. Word shows a run hidden when its own properties
-    say so; when they say nothing, its character style decides, then its paragraph's style
-    (the paragraph's ``w:pStyle``, else the default paragraph style), each style inheriting
-    through ``w:basedOn``, then the document defaults (``w:docDefaults``). A style chain
-    that loops or runs past 64 styles is cut there."""
-
-    def __init__(self, styles=None):
-        found = [] if styles is None else styles.iter(f"{W}style")
-        self.by_id = {s.get(f"{W}styleId"): s for s in found}
-        self.default_paragraph = next(
-            (i for i, s in self.by_id.items() if s.get(f"{W}type") == "paragraph"
-             and s.get(f"{W}default", "").lower() in ("1", "true", "on")), None)
-        defaults = None if styles is None else styles.find(
-            f"{W}docDefaults/{W}rPrDefault/{W}rPr")
-        self.default = bool(_vanish(defaults))
-        self.cache: dict[str | None, bool | None] = {}
-
-    def style_hides(self, style_id: str | None) -> bool | None:
-        """Whether the style ``style_id`` (or one it is based on) hides its text; None when
-        none of the chain says."""
-        if style_id not in self.cache:
-            seen, found, current = set(), None, style_id
-            while current in self.by_id and current not in seen and len(seen) < 64:
-                seen.add(current)
-                style = self.by_id[current]
-                found = _vanish(style.find(f"{W}rPr"))
-                if found is not None:
-                    break
-                based = style.find(f"{W}basedOn")
-                current = None if based is None else based.get(f"{W}val")
-            self.cache[style_id] = found
-        return self.cache[style_id]
-
-    def hidden(self, run, p=None) -> bool:
-        """Whether Word hides ``run`` (a ``w:r``), as the class docstring resolves it;
-        ``p``: its paragraph, when the caller knows it (else it is looked up)."""
-        rpr = run.find(f"{W}rPr")
-        said = _vanish(rpr)
-        if said is None and rpr is not None:
-            said = self.style_hides(_val(rpr.find(f"{W}rStyle")))
-        if said is None:
-            p = _nearest(run, f"{W}p") if p is None else p
-            pstyle = None if p is None else _val(p.find(f"{W}pPr/{W}pStyle"))
-            said = self.style_hides(pstyle or self.default_paragraph)
-        return self.default if said is None else said
-
-
-def _val(el) -> str | None:
-    return None if el is None else el.get(f"{W}val")
+def _drawing_hidden(node) -> bool:
+    """Whether ``node`` is a drawing Word does not show: a DrawingML object whose
+    ``wp:docPr`` says ``hidden`` (Word's Selection Pane hides it so), or a VML shape whose
+    ``style`` says ``visibility:hidden`` or ``display:none``. Its text boxes are unseen."""
+    if node.tag in _ANCHORS:
+        props = node.find(f"{_WP}docPr")
+        return props is not None and props.get("hidden", "").strip().lower() in ("1", "true")
+    style = node.get("style") if str(node.tag).startswith(_VML) else None
+    if not style:
+        return False
+    found = css(style)
+    return found.get("display") == "none" or found.get("visibility") in ("hidden", "collapse")
 
 
 _NO_STYLES = StyleSheet()
@@ -127,20 +85,21 @@ def _chosen(alternate):
 
 def _walk(p, styles: StyleSheet) -> Iterator[tuple[object, bool]]:
     """``(element, shown)`` for each element under paragraph ``p`` that ``paragraph_text``
-    reads (``_READ``), in document order; ``shown``: not in a hidden run, a deletion, or a
-    copy of ``mc:AlternateContent`` that Word does not show. Worked out once per element
-    from its parent's answer: asking it of every text node's ancestors made 2,000 text
-    nodes in 200 nested runs take 89 s."""
-    stack = [(child, True, p) for child in reversed(p)]
+    reads (``_READ``), in document order; ``shown``: not in a run a reader cannot see
+    (``StyleSheet.hidden``), a deletion, a hidden drawing, or a copy of
+    ``mc:AlternateContent`` that Word does not show. Worked out once per element from its
+    parent's answer, and a paragraph's context once per paragraph: asking it of every text
+    node's ancestors made 2,000 text nodes in 200 nested runs take 89 s."""
+    stack = [(child, True, styles.context(p)) for child in reversed(p)]
     while stack:
-        node, shown, para = stack.pop()
+        node, shown, context = stack.pop()
         shown = shown and node.tag not in _OUT and not (
-            node.tag == f"{W}r" and styles.hidden(node, para))
+            node.tag == f"{W}r" and styles.hidden(node, context)) and not _drawing_hidden(node)
         if node.tag in _READ:
             yield node, shown
-        para = node if node.tag == f"{W}p" else para
+        context = styles.context(node) if node.tag == f"{W}p" else context
         chosen = _chosen(node) if node.tag == f"{_MC}AlternateContent" else None
-        stack.extend((child, shown and (chosen is None or child is chosen), para)
+        stack.extend((child, shown and (chosen is None or child is chosen), context)
                      for child in reversed(node))
 
 
@@ -211,12 +170,17 @@ def body_items(word) -> Iterator[tuple[str, object, str]]:
                 yield "row", node, row
         elif node.tag in _WRAPPERS:
             stack.extend(reversed(list(node)))
+        elif node.tag == f"{_MC}AlternateContent" and (chosen := _chosen(node)) is not None:
+            stack.extend(reversed(list(chosen)))     # the copy Word shows of a block
 
 
 def _style_sheet(word) -> StyleSheet:
-    """The document's ``StyleSheet`` (python-docx adds default styles to a file without)."""
+    """The document's ``StyleSheet`` (python-docx adds default styles to a file without),
+    with its page colour (``w:background``, white when none)."""
+    page = word.element.find(f"{W}background")
+    page = None if page is None else (page.get(f"{W}color") or "").upper()
     try:
-        return StyleSheet(word.styles.element)
+        return StyleSheet(word.styles.element, page if page and page != "AUTO" else None)
     except (AttributeError, KeyError, ValueError):
         return _NO_STYLES
 
@@ -229,11 +193,12 @@ def read_docx(path: Path, doc_id: str) -> Document:
     deeper when the file has a ``Title`` paragraph (which becomes the ``#`` heading above
     them), so ``section_path`` gives Title > Heading 1 > Heading 2. ``List ...`` styles become
     ``- `` items; a table row becomes its cells joined by `` | ``. Page headers, footers and
-    comments are left out, and so are hidden runs (``<w:vanish/>``, on the run or through its
-    styles), deleted text, rows and cells, field instructions and the ``mc:AlternateContent``
+    comments are left out, and so are runs a reader cannot see (hidden, a font under 1 px,
+    the colour of their backdrop: on the run or through its styles), hidden drawings,
+    deleted text, rows and cells, field instructions and the ``mc:AlternateContent``
     copies Word does not show; tracked insertions, content controls, field results, text
-    boxes and equations are read (``docx_text``); content imported from another file
-    (``w:altChunk``) is not, with a warning.
+    boxes and equations are read (``docx_text``); footnotes and endnotes, and content
+    imported from another file (``w:altChunk``), are not, with a warning.
     The title is the file's Title property, else its Title paragraph,
     else its first heading, else the file name.
     """
@@ -247,10 +212,7 @@ def read_docx(path: Path, doc_id: str) -> Document:
     except Exception as err:  # not a zip, a zip without Word parts, damaged XML
         raise unreadable(path, "DOCX", err) from err
     _refuse_dtd(path, word)
-    if word.element.body.find(f".//{W}altChunk") is not None:
-        warnings.warn(f"{str(path)!r} imports content from another file (w:altChunk), which "
-                      f"is not read: only the Word text around it is indexed; open it in Word "
-                      f"and save it to merge that content in", stacklevel=3)
+    _warn_unread(path, word.element.body)
     shift = int(any(style == "Title" for _, style, _ in items))
     blocks, headings = [], []
     for kind, style, text in items:
@@ -275,6 +237,21 @@ def read_docx(path: Path, doc_id: str) -> Document:
                     metadata={"format": "docx"})
 
 
+def _warn_unread(path: Path, body) -> None:
+    """Warn of body content that is shown but not read: content imported from another file
+    (``w:altChunk``), and footnotes and endnotes (their text lives in parts of their own)."""
+    if body.find(f".//{W}altChunk") is not None:
+        warnings.warn(f"{str(path)!r} imports content from another file (w:altChunk), which "
+                      f"is not read: only the Word text around it is indexed; open it in Word "
+                      f"and save it to merge that content in", stacklevel=4)
+    notes = sum(1 for tag in ("footnoteReference", "endnoteReference")
+                for _ in body.iter(f"{W}{tag}"))
+    if notes:
+        warnings.warn(f"{str(path)!r} has {notes} footnote(s) or endnote(s), whose text is "
+                      f"not indexed (only the body is read); move text a reader must find "
+                      f"into the body to index it", stacklevel=4)
+
+
 def _style(p, word, docx) -> str:
     style = docx.text.paragraph.Paragraph(p, word).style
     return getattr(style, "name", "") or ""
@@ -294,10 +271,29 @@ def _refuse_dtd(path: Path, word) -> None:
                 f"so text would be lost silently. Open it in Word and save a copy, or remove it")
 
 
+def _refuse_duplicates(path: Path, entries) -> None:
+    """Refuse a DOCX holding two zip entries for one part: names equal but for ASCII case,
+    as the Open Packaging Conventions compare part names (ECMA-376 Part 2, 6.2.2.3). Word
+    rejects such a package; python-docx read the last copy, so one text could be shown by
+    other tools and another indexed."""
+    seen: dict[str, str] = {}
+    for info in entries:
+        key = info.filename.lstrip("/").translate(_ASCII_LOWER)
+        if key in seen:
+            raise ConversionError(
+                f"{str(path)!r} holds two zip entries for one part ({seen[key]!r} and "
+                f"{info.filename!r}), which Word rejects as damaged; which one is read is "
+                f"up to the tool. Open it in Word and save a copy, or remove it")
+        seen[key] = info.filename
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def _check_unzipped(path: Path) -> None:
-    """Refuse a DOCX whose parts unzip past ``MAX_UNZIPPED`` bytes (a zip bomb), or that
-    holds over ``MAX_ENTRIES`` zip entries (400,000 empty ones took python-docx 55 s),
-    before parsing any of it."""
+    """Refuse a DOCX whose parts unzip past ``MAX_UNZIPPED`` bytes (a zip bomb), that
+    holds over ``MAX_ENTRIES`` zip entries (400,000 empty ones took python-docx 55 s), or
+    two entries for one part (``_refuse_duplicates``), before parsing any of it."""
     import zipfile
 
     try:
@@ -305,6 +301,7 @@ def _check_unzipped(path: Path) -> None:
             entries = z.infolist()
     except (zipfile.BadZipFile, OSError):
         return                        # python-docx names the damage
+    _refuse_duplicates(path, entries)
     if len(entries) > MAX_ENTRIES:
         raise ConversionError(
             f"{str(path)!r} holds {len(entries):,} zip entries, over MAX_ENTRIES="

@@ -38,6 +38,7 @@ from .datasets import split_front_matter
 from .dense import DenseIndex, EncoderMismatchError
 from .embeddings import Encoder
 from .filters import check_metadata
+from .folder_files import document_files
 from .fusion import HybridRetriever
 from .markdown_text import visible
 from .persist import read_manifest, recover
@@ -114,30 +115,7 @@ def read_documents(path: str | os.PathLike, follow_links_out: bool = False,
 
 
 def _read_folder(root: Path, follow_links_out: bool, caps: tuple[int, int]) -> list[Document]:
-    named = sorted(p for p in root.rglob("*") if p.suffix.lower() in SUFFIXES
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
-    files = [p for p in named if p.is_file()]
-    _not_regular([p for p in named if not p.is_file() and not p.is_dir()], root)
-    inside, resolved = root.resolve(), {f: f.resolve() for f in files}
-    outside = [f for f in files if not resolved[f].is_relative_to(inside)]
-    if outside:  # a link out of the folder: its target was never meant to be served
-        shown = ", ".join(repr(str(f)) for f in outside[:3]) + ", ..." * (len(outside) > 3)
-        if follow_links_out:
-            warnings.warn(f"reading {len(outside)} file(s) under {str(root)!r} that link to "
-                          f"places outside it ({shown}), as follow_links_out=True asks",
-                          stacklevel=3)
-        else:
-            warnings.warn(f"skipped {len(outside)} file(s) under {str(root)!r} that link to "
-                          f"places outside it ({shown}); copy the files in to index them, "
-                          f"or pass follow_links_out=True", stacklevel=3)
-            files = [f for f in files if resolved[f].is_relative_to(inside)]
-    hidden = {f for f in files if resolved[f].is_relative_to(inside) and any(
-        p.startswith(".") for p in resolved[f].relative_to(inside).parts)}
-    if hidden:  # notes.txt -> .secret/env.txt: the file is hidden, whatever the link is called
-        warnings.warn(f"skipped {len(hidden)} file(s) under {str(root)!r} that link to hidden "
-                      f"files or folders ({', '.join(repr(str(f)) for f in sorted(hidden)[:3])}); "
-                      f"copy the files to a visible path to index them", stacklevel=3)
-        files = [f for f in files if f not in hidden]
+    files = document_files(root, SUFFIXES, follow_links_out)
     if not files:
         raise ValueError(f"{str(root)!r} holds no {', '.join(SUFFIXES)} files (searched "
                          f"recursively); point at the folder that holds your documents")
@@ -158,18 +136,6 @@ def _read_folder(root: Path, follow_links_out: bool, caps: tuple[int, int]) -> l
         _skipped(list(skipped), len(files), root)
     docs.skipped = skipped
     return docs
-
-
-def _not_regular(paths: list[Path], root: Path) -> None:
-    """Warn of files under ``root`` that are skipped because they are not regular files (a
-    named pipe, whose opening waits for a writer forever; a socket, a device, a link to
-    nothing): named, never silently left out."""
-    if paths:
-        shown = ", ".join(repr(str(p)) for p in paths[:3]) + (", ..." if len(paths) > 3
-                                                             else "")
-        warnings.warn(f"skipped {len(paths)} path(s) under {str(root)!r} that are not regular "
-                      f"files ({shown}): named pipes, sockets, devices or links to nothing; "
-                      f"replace them with the files themselves to index them", stacklevel=4)
 
 
 class Documents(list):
@@ -262,7 +228,7 @@ def _read_file(path: Path, doc_id: str, max_bytes: int, max_chars: int) -> Docum
 def _first_heading(text: str) -> str | None:
     """The first level-1 ATX heading (``# Title``), ignoring lines inside code fences."""
     fence = None
-    for line in text.splitlines():
+    for line in text.split("\n"):     # not splitlines: a form feed breaks no Markdown line
         stripped = line.lstrip()
         if stripped.startswith(("```", "~~~")):
             fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])

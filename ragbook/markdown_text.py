@@ -18,6 +18,7 @@ import html
 import re
 
 from .html_hiding import hidden_by, hiding_selectors, style_hides
+from .markdown_cascade import hidden_openings
 
 __all__ = ["visible"]
 
@@ -54,13 +55,16 @@ def visible(text: str) -> str:
     """``text`` (Markdown) without what its rendered page never shows, code kept: HTML
     comments and what browsers read as comments, to the first ``>`` (``<?...?>``,
     ``<!X ...>``, ``<![CDATA[...]]>``), hidden HTML elements (as ``html_hiding`` reads
-    their attributes, and the page's own ``<style>`` rules), ``<script>``, ``<style>``,
+    their attributes, and as the page's own ``<style>`` rules hide them through the HTML
+    converter's cascade: ``markdown_cascade``), ``<script>``, ``<style>``,
     ``<template>`` and ``<noscript>`` blocks, and link reference definitions (``[id]: url
     "title"`` lines that start a block). One left-to-right scan: a fence inside a
     comment is part of the comment, and a comment inside fenced code is code."""
     if "<" not in text and "]:" not in text:
         return text
-    sheet = hiding_selectors(" ".join(_style_sheets(text)))
+    sheets, unshown = _style_sheets(text)
+    judged = hidden_openings(text, unshown) if sheets or "style=" in text.lower() else set()
+    sheet = hiding_selectors(" ".join(sheets) if judged is None else "")
     out, at, definitions_end = [], 0, -1
     while (m := _TOKEN.search(text, at)) is not None:
         name = (m["name"] or "").lower()
@@ -69,7 +73,8 @@ def visible(text: str) -> str:
             out.append(text[at:m.start() + 1])            # a paragraph's line: text
             at = m.start() + 1
         elif m["comment"] is None and m["linkref"] is None and not (
-                name and (name in _UNSHOWN or _hides(m["attrs"], name, sheet))):
+                name and (name in _UNSHOWN or m.start() in (judged or ())
+                          or _hides(m["attrs"], name, sheet))):
             out.append(text[at:m.end()])                  # code, or a tag that shows
             at = m.end()
         else:
@@ -79,15 +84,20 @@ def visible(text: str) -> str:
     return "".join(out) + text[at:]
 
 
-def _style_sheets(text: str) -> list[str]:
-    """The contents of the page's ``<style>`` elements (outside code and comments)."""
-    sheets, at = [], 0 if "<style" in text.lower() else len(text)
+def _style_sheets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """The contents of the page's ``<style>`` elements (outside code and comments), and
+    the ``(start, end)`` of what is code, a comment or an escape (``markdown_cascade``
+    parses the page's HTML without them); both empty for a page with no style at all."""
+    lowered = text.lower()
+    sheets, unshown, at = [], [], 0 if "<style" in lowered or "style=" in lowered else len(text)
     while (m := _TOKEN.search(text, at)) is not None:
         at = m.end()
         if (m["name"] or "").lower() == "style":
             at = _element_end(text, m)
             sheets.append(text[m.end():at])
-    return sheets
+        elif m["name"] is None:
+            unshown.append(m.span())
+    return sheets, unshown
 
 
 def _block_start(text: str, at: int) -> bool:
