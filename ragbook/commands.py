@@ -21,9 +21,16 @@ from .evaluate import compare_runs, format_table, run_from_hits
 from .explain import explain_result
 from .fusion import HybridRetriever
 from .gate import GATE_METRIC, gate, load_baseline, per_question, save_baseline
+from .label_checks import (
+    changed_labels,
+    label_fingerprints,
+    refuse_overwrite,
+    unknown_gold,
+    unknown_gold_text,
+)
 from .persist import CorruptIndexError, recover
 from .pipeline import Pipeline
-from .questions import labelled, read_questions
+from .questions import labelled, read_questions, repeated_questions
 from .result import Result, outcome
 from .terminal import one_line
 from .tuned import load_settings, save_calibration, save_settings
@@ -36,6 +43,7 @@ __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs
 EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
 GATE_FAILED = 3  # exit code: the regression gate failed
+FEW = 10  # fewer scored questions: a bootstrap interval is rough (of one question: no width)
 
 
 def quiet_libraries() -> None:
@@ -92,12 +100,18 @@ def eval_command(index, questions_path, *, settings=None, save=None, against=Non
     code: 0, or ``GATE_FAILED`` when the gate fails."""
     questions = read_questions(questions_path)
     scored = labelled(questions, questions_path)
+    if save is not None:
+        refuse_overwrite(save, "--save", {"questions file": questions_path, "baseline "
+                                          "--against reads": against, "settings file": settings},
+                         index)
     retriever = load_index(index)
-    known = {r["doc_id"] for r in retriever.items_}
-    unknown = sorted({g for _, _, gold in scored for g in gold} - known)
+    unknown = unknown_gold(scored, (r["doc_id"] for r in retriever.items_))
     if unknown:
-        warn(f"{len(unknown)} gold ids are not documents of the index (e.g. {unknown[0]!r}); "
-             f"they can never be found: check that the questions label this corpus")
+        warn(unknown_gold_text(unknown))
+    for ids in repeated_questions(scored)[:3]:
+        warn(f"the questions {', '.join(map(repr, ids))} are one question asked "
+             f"{len(ids)} times: it counts {len(ids)} times in every mean; keep one, with "
+             f"all their gold ids")
     qrels = {q: {g: 1 for g in gold} for q, _, gold in scored}
     runs = eval_runs(retriever, scored, settings)
     run = run or ("tuned" if settings is not None else "hybrid")
@@ -107,13 +121,15 @@ def eval_command(index, questions_path, *, settings=None, save=None, against=Non
     skipped = len(questions) - len(scored)
     say(f"{len(scored)} questions" + (f" ({skipped} without gold ids not scored)"
                                       if skipped else "")
-        + "; documents judged by their best chunk; mean [95% bootstrap CI]")
+        + "; documents judged by their best chunk; mean [95% bootstrap CI]"
+        + (f" (rough from fewer than {FEW} questions: label more)" if len(scored) < FEW else ""))
     say(format_table(compare_runs(qrels, runs, list(EVAL_METRICS))))
     values = per_question(qrels, runs, list(dict.fromkeys([*EVAL_METRICS, GATE_METRIC])))
     if save is not None:
         save_baseline(save, values, index=str(index), questions=str(questions_path),
                       corpus_fingerprint=retriever.corpus_fingerprint,
-                      settings=str(settings) if settings is not None else None)
+                      settings=str(settings) if settings is not None else None,
+                      labels=label_fingerprints(scored))
         again = f" --settings {settings}" if settings is not None else ""
         say(f"per-question values of {', '.join(runs)} saved to {save}; after a change, "
             f"'ragbook eval {index} {questions_path}{again} --against {save}' gates {run}")
@@ -126,16 +142,53 @@ def eval_command(index, questions_path, *, settings=None, save=None, against=Non
     if base.get("corpus_fingerprint") not in (None, retriever.corpus_fingerprint):
         say(f"(the index changed since the baseline: corpus fingerprint "   # a file's text
             f"{one_line(base['corpus_fingerprint'])} then, {retriever.corpus_fingerprint} now)")
-    verdict = gate(base["values"][run][GATE_METRIC], values[run][GATE_METRIC], margin)
+    changed = _changed(base, run, label_fingerprints(scored), against, say)
+    verdict = gate(*({q: v for q, v in vals.items() if q not in changed} for vals in
+                     (base["values"][run][GATE_METRIC], values[run][GATE_METRIC])), margin)
     say(f"regression gate on {run} vs {against}: " + verdict.summary())
     return GATE_FAILED if verdict.failed else 0
 
 
+def _changed(base: dict, run: str, labels: dict, against, say) -> set[str]:
+    """The questions the baseline has whose label (text and gold ids) is not the one it was
+    measured with: a changed label changes the score without any change to retrieval, so
+    they are named and not paired; ``ValueError`` when that leaves nothing to pair."""
+    then = base["values"][run][GATE_METRIC]
+    changed = [q for q in changed_labels(base.get("labels"), labels) if q in then]
+    if changed and len(changed) == len(set(then) & set(labels)):
+        raise ValueError(f"every question the baseline {str(against)!r} shares with this file "
+                         f"has another question text or gold ids now, so no change to "
+                         f"retrieval can be measured against it; save a new baseline with "
+                         f"--save")
+    if changed:
+        say(f"({len(changed)} questions have another text or gold ids than in the baseline, "
+            f"not compared: {', '.join(map(one_line, changed[:5]))}"
+            f"{' ...' if len(changed) > 5 else ''})")
+    return set(changed)
+
+
+def _refuse_unknown_gold(scored, retriever) -> None:
+    """``ValueError`` naming the gold ids ``retriever`` does not index (with the id each
+    probably means): a setting or threshold chosen on labels that can never be found would
+    be written as if they were right."""
+    unknown = unknown_gold(scored, (r["doc_id"] for r in retriever.items_))
+    if unknown:
+        raise ValueError(unknown_gold_text(unknown) + "; nothing was written")
+
+
 def tune_command(index, questions_path, out, *, folds: int = 5, seed: int = 0,
                  say: Callable[[str], None] = print, progress: bool = True) -> int:
-    """``ragbook tune``: tune on the labelled questions, print the report, write ``out``."""
+    """``ragbook tune``: tune on the labelled questions, print the report, write ``out``.
+    Refused before any work when ``out`` is the questions file or inside the index, or when
+    a gold id is not a document of the index."""
+    refuse_overwrite(out, "--out", {"questions file": questions_path}, index)
+    questions = labelled(read_questions(questions_path), questions_path)
     retriever = load_index(index)
-    report = tune(retriever, questions_path, folds=folds, seed=seed, progress=progress)
+    _refuse_unknown_gold(questions, retriever)
+    report = tune(retriever, questions, folds=folds, seed=seed, progress=progress)
+    for ids in repeated_questions(questions)[:3]:
+        say(f"({', '.join(map(one_line, ids))} are one question asked {len(ids)} times: kept "
+            f"in one fold, so none is tuned on and then held out)")
     say(report.text())
     save_settings(out, report, retriever)
     say(f"settings written to {out}; use them with 'ragbook ask {index} QUESTION --settings "
@@ -152,10 +205,13 @@ def calibrate_command(index, questions_path, out, *, settings=None, target_error
     ``wrong_cost`` × wrong (default 2), or, with ``target_error``, the lowest threshold that
     keeps at most that share of delivered answers wrong with ``probability`` — and ``out``
     gets the settings with it, for ``ragbook ask --settings``. An answer is right when it
-    comes from a gold document; any answer to a question without gold is wrong."""
-    retriever = load_index(index)
+    comes from a gold document; any answer to a question without gold is wrong. Refused as
+    ``tune_command`` is (``out`` may be ``settings``: the calibration is added to it)."""
+    refuse_overwrite(out, "--out", {"questions file": questions_path}, index)
     scored = read_questions(questions_path)        # unanswerable ones (no gold) count too
     labelled(scored, questions_path)                 # ... but some must have gold ids
+    retriever = load_index(index)
+    _refuse_unknown_gold(scored, retriever)
     tuned = load_settings(settings, retriever) if settings is not None else {
         "retriever": retriever}
     tuned.pop("min_confidence", None), tuned.pop("min_confidence_kind", None)

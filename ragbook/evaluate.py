@@ -110,7 +110,8 @@ def _parse(metric: str) -> tuple[str, int]:
 
 
 def _check_qrels(qrels: Qrels) -> None:
-    """Relevance labels must be numbers: a "1" read from a file would not compare with 0."""
+    """Relevance labels must be finite numbers: a "1" read from a file would not compare with
+    0, and an infinite grade makes nDCG inf / inf = NaN."""
     if not isinstance(qrels, Mapping):
         raise TypeError(f"qrels must be {{query_id: {{doc_id: relevance}}}}, got "
                         f"{type(qrels).__name__}")
@@ -119,10 +120,11 @@ def _check_qrels(qrels: Qrels) -> None:
             raise TypeError(f"qrels[{q!r}] must be {{doc_id: relevance}}, got {rel!r:.60}; give "
                             f"each query a dict, e.g. {{'doc-a': 1}}")
         for d, r in rel.items():
-            if isinstance(r, bool) or not isinstance(r, numbers.Real) or r != r:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
                 fix = (f"convert it when reading the file, e.g. int({r!r:.20})"
                        if isinstance(r, str) else "e.g. 1 for relevant")
-                raise ValueError(f"qrels[{q!r}][{d!r}] is {r!r:.40}: relevance must be a number "
+                raise ValueError(f"qrels[{q!r}][{d!r}] is {r!r:.40}: relevance must be a finite "
+                                 f"number "
                                  f"(0 not relevant, 1 relevant, higher grades more relevant); "
                                  f"{fix}")
 

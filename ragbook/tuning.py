@@ -42,7 +42,7 @@ from .evaluate import Comparison, compare_runs, format_table, holm, per_query, r
 from .fusion import HybridRetriever, reciprocal_rank_fusion
 from .late_interaction import MaxSimScorer
 from .learned_rerank import FEATURES, LearnedReranker
-from .questions import labelled, read_questions
+from .questions import labelled, question_key, read_questions
 from .terminal import one_line
 from .types import Hit
 
@@ -265,12 +265,22 @@ def _ci(t) -> str:
     return f"{t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}]"
 
 
-def make_folds(ids: Sequence[str], k: int, seed: int) -> list[list[str]]:
+def make_folds(ids: Sequence[str], k: int, seed: int,
+               groups: Mapping[str, str] | None = None) -> list[list[str]]:
     """``ids`` shuffled with ``seed`` and dealt into ``k`` folds (sizes differ by at most 1),
-    each fold sorted."""
+    each fold sorted. ``groups`` (id -> key): ids sharing a key are dealt as one, into the
+    fold of the first of them, so a question asked twice is never tuned on and then "held
+    out"; ids without a shared key are dealt exactly as without ``groups``."""
     ids = sorted(ids)
     random.Random(seed).shuffle(ids)
-    return [sorted(ids[i::k]) for i in range(k)]
+    folds: list[list[str]] = [[] for _ in range(k)]
+    home: dict[str, int] = {}
+    for q in ids:
+        key = (groups or {}).get(q, q)
+        if key not in home:
+            home[key] = len(home) % k
+        folds[home[key]].append(q)
+    return [sorted(f) for f in folds]
 
 
 @dataclass
@@ -351,19 +361,24 @@ def tune(retriever: HybridRetriever, questions, *, folds: int = 5, seed: int = 0
     if isinstance(questions, (str, Path)):
         questions = read_questions(questions)
     questions = labelled(questions)
-    if not 2 <= folds <= len(questions) // 2:
+    groups = {q: question_key(text) for q, text, _ in questions}
+    distinct = len(set(groups.values()))
+    if not 2 <= folds <= distinct // 2:
+        repeats = f" ({distinct} distinct: some are asked twice)" if distinct < len(groups) else ""
         raise ValueError(f"folds must be >= 2 and leave at least 2 questions per fold; got "
-                         f"folds={folds} for {len(questions)} labelled questions")
+                         f"folds={folds} for {len(questions)} labelled questions{repeats}; "
+                         + (f"use folds={distinct // 2}" if distinct >= 4 else
+                            "label at least 4 distinct questions"))
     space = tuple(space or search_space(retriever))
     say = log or (lambda _: None)
     pools = pools or collect(retriever, questions, space, progress=progress)
     ids = [q for q, _, _ in questions]
-    split = make_folds(ids, folds, seed)
+    split = make_folds(ids, folds, seed, groups)
     t = time.perf_counter()
     choices, nested_hits = [], {}
     for i, held in enumerate(split):
         train = [q for q in ids if q not in set(held)]
-        inner = make_folds(train, folds, seed + 1 + i)
+        inner = make_folds(train, folds, seed + 1 + i, groups)
         pick, _ = choose(pools.qrels, runs_on(pools, space, train, inner), space,
                          n=max(500, n // 2), seed=seed, alpha=alpha)
         choices.append(pick)
