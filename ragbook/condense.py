@@ -9,6 +9,7 @@ falling back to the rules when its reply cannot be trusted). The pipeline's firs
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from .checks import check_k, check_query
@@ -79,11 +80,40 @@ CONDENSE_PROMPT = (
     "the question only.")
 
 
+def _scripts(text: str) -> set[str]:
+    """The writing systems of ``text``'s letters (``LATIN``, ``CYRILLIC``, ``CJK``, ...)."""
+    return {unicodedata.name(c, "?").split()[0] for c in text if c.isalpha()}
+
+
+def distrust(reply: str, question: str, history: Sequence[Mapping[str, str]],
+             max_words: int) -> str | None:
+    """Why a model's condensed ``reply`` cannot be trusted as the retrieval query (and the
+    reader's question), or None: it is empty; it runs over several lines (any line break,
+    ``\\r`` and U+2028 included); it has over ``max_words`` words, or over twice the
+    characters of the conversation and question it condenses (a rewrite adds context, it
+    does not write an essay — nor one 10,000-character "word"); it holds control characters
+    or text that is not Unicode (a lone surrogate); or it writes letters of a script the
+    conversation never uses (another language, look-alike letters)."""
+    source = question + " ".join(str(t.get("content", "")) for t in history)
+    if not reply:
+        return "empty"
+    if len(reply.splitlines()) > 1:
+        return "several lines"
+    if len(reply.split()) > max_words or len(reply) > 2 * len(source):
+        return "too long"
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in reply):
+        return "control characters or invalid Unicode"
+    if _scripts(reply) - _scripts(source):
+        return "a script the conversation does not use"
+    return None
+
+
 class LLMCondenser(Component):
     """Condense with a chat model (any ``ragbook.llm`` backend): the conversation and the last
-    message go in, one stand-alone question comes out. A reply that is empty, several lines
-    long or over ``max_words`` words is not trusted: the ``fallback`` (``RuleCondenser``)
-    answers instead, and ``last_`` records which one did."""
+    message go in, one stand-alone question comes out. A reply that cannot be trusted
+    (``distrust``: empty, several lines, too long for what it condenses, control characters,
+    another script) is not used: the ``fallback`` (``RuleCondenser``) answers instead, and
+    ``last_`` records which one did (and why)."""
 
     def __init__(self, llm=None, fallback: RuleCondenser | None = None,
                  max_new_tokens: int = 48, max_words: int = 40):
@@ -118,8 +148,8 @@ class LLMCondenser(Component):
     def condense(self, question: str, history: Sequence[Mapping[str, str]] | None = None
                  ) -> str:
         """``question`` rewritten by the model as a stand-alone question, or unchanged without an
-        earlier user turn; a reply that cannot be trusted (empty, multi-line, too long) gives
-        the fallback's answer instead. ``last_["by"]`` records which."""
+        earlier user turn; a reply that cannot be trusted (``distrust``) gives the fallback's
+        answer instead. ``last_["by"]`` records which (``last_["why"]``: why not the model)."""
         question = check_query(question)
         if not history or _last_user_turn(history) is None:
             self.last_ = {"by": "none", "reply": None}
@@ -127,8 +157,9 @@ class LLMCondenser(Component):
         reply = self.llm.generate(self.messages(question, history),
                                   max_new_tokens=self.max_new_tokens, stop=("\n\n",))
         text = reply.strip().strip('"').strip()
-        if not text or "\n" in text or len(text.split()) > self.max_words:
-            self.last_ = {"by": "fallback", "reply": reply}
+        why = distrust(text, question, history, self.max_words)
+        if why is not None:
+            self.last_ = {"by": "fallback", "reply": reply, "why": why}
             return self.fallback.condense(question, history)
         self.last_ = {"by": "llm", "reply": reply}
         return text

@@ -19,13 +19,16 @@ model writes them (the endpoint's server-sent events; ``TextIteratorStreamer`` l
 Failures are named, not raw: ``LLMUnavailableError`` when the endpoint cannot be reached or
 does not answer within ``timeout`` seconds (or the whole call, retries included, outlasts
 ``timeout * (1 + max_retries)``), ``LLMResponseError`` when it answers with anything
-but a chat completion (an HTTP error, a reply without ``choices``, ``content: null``, HTML).
+but a chat completion (an HTTP error, a reply without ``choices``, ``content: null``, HTML)
+or with one it marks unfinished (``finish_reason: "length"``, a content filter, a refusal,
+a tool call). ``LocalLLM`` refuses (``ValueError``) a prompt past its model's context.
 
 >>> get_llm().generate([{"role": "user", "content": "Say hi."}])   # doctest: +SKIP
 'Hi! How can I help you today?'
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -41,9 +44,11 @@ from .chat_replies import (
     event_text,
     preview,  # noqa: F401  (serving.llm_server reads it from here)
     utf8,
+    without_thinking,
 )
 from .checks import check_k
 from .component import Component
+from .endpoint_url import completions_url, masked
 from .streaming import Failures, cut_at_stop, exchange, tidy_pieces
 
 __all__ = ["LocalLLM", "OpenAICompatibleLLM", "get_llm", "default_llm_identity",
@@ -96,11 +101,28 @@ class LocalLLM(Component):
             self._pair = models.load("generator", self.profile)
         return self._pair
 
-    def _prompt_ids(self, messages: Messages) -> list[int]:
+    def _prompt_ids(self, messages: Messages, budget: int = 0) -> list[int]:
+        """The chat-templated prompt's token ids; ``ValueError`` when they and ``budget``
+        more tokens do not fit the model's context (``_check_context``)."""
         _, tok = self._load()
         enc = tok.apply_chat_template(check_messages(messages), add_generation_prompt=True,
                                       return_dict=True)
-        return list(enc["input_ids"])
+        ids = list(enc["input_ids"])
+        self._check_context(len(ids), budget)
+        return ids
+
+    def _check_context(self, prompt: int, budget: int) -> None:
+        """``ValueError`` when ``prompt`` tokens and ``budget`` new ones exceed the model's
+        context (``max_position_embeddings``): past it the model writes nonsense, and its
+        attention over a prompt of a megabyte (a ``ChatServer`` request) fills the memory."""
+        model, _ = self._load()
+        context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if isinstance(context, int) and prompt + budget > context:
+            raise ValueError(
+                f"the prompt has {prompt:,} tokens and max_new_tokens={budget}: "
+                f"{prompt + budget:,} is over the {context:,} tokens {self.name} can read; "
+                "shorten the messages (fewer or shorter passages, e.g. keep=) or lower "
+                "max_new_tokens")
 
     @property
     def identity(self) -> str:
@@ -174,7 +196,7 @@ class LocalLLM(Component):
         import torch
 
         model, tok = self._load()
-        ids = torch.tensor([self._prompt_ids(messages)], device=model.device)
+        ids = torch.tensor([self._prompt_ids(messages, budget)], device=model.device)
         kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=budget,
                       do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id,
                       **({"stop_strings": stop, "tokenizer": tok} if stop else {}))
@@ -227,6 +249,7 @@ class LocalLLM(Component):
         if not all(opts):
             raise ValueError(f"every option needs at least one token, got {list(options)!r}")
         width = len(base) + max(map(len, opts))
+        self._check_context(width, 0)
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         ids = torch.full((len(opts), width), pad, dtype=torch.long)
         mask = torch.zeros_like(ids)
@@ -281,6 +304,12 @@ class OpenAICompatibleLLM(Component):
     minute with the defaults; a stream then has ``STREAM_SECONDS`` for its events), and no
     reply is read past ``STREAM_CHARS`` bytes. Redirects are not followed. The constructor
     only stores and checks settings; the connection is made on the first ``generate``.
+
+    What the endpoint sends is read strictly (``ragbook.chat_replies``): a reply it marks
+    unfinished (cut at ``max_tokens``, filtered, a refusal or a tool call) is an
+    ``LLMResponseError``, never a half answer, and a reasoning model's ``<think>...</think>``
+    is left out of the reply (``without_thinking``). A password or key in ``base_url``, and
+    ``api_key``, are masked (``***``) in ``name``, ``repr`` and every error message.
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
@@ -298,13 +327,28 @@ class OpenAICompatibleLLM(Component):
 
     @property
     def name(self) -> str:
-        """``model @ base_url``: which model on which server answered (for traces and tables)."""
-        return f"{self.model} @ {self.base_url}"
+        """``model @ base_url``: which model on which server answered (for traces and tables),
+        secrets in the URL masked."""
+        return f"{self.model} @ {masked(self.base_url)}"
 
     @property
     def url(self) -> str:
-        """The chat-completions URL the requests go to."""
-        return self.base_url.rstrip("/") + "/chat/completions"
+        """The chat-completions URL the requests go to (``base_url``'s query kept after it)."""
+        return completions_url(self.base_url)
+
+    def __repr__(self) -> str:
+        return masked(super().__repr__(), self.api_key)
+
+    @contextlib.contextmanager
+    def _masked_errors(self):
+        """Errors raised inside name the endpoint with its secrets masked (``masked``)."""
+        try:
+            yield
+        except (LLMUnavailableError, LLMResponseError) as err:
+            text = masked(str(err), self.api_key)
+            if text == str(err):
+                raise
+            raise type(err)(text) from err.__cause__
 
     def _exchange(self, messages: Messages, max_new_tokens, stop, **extra):
         """The bounded POST of one chat-completions request (``ragbook.streaming.exchange``)."""
@@ -320,9 +364,11 @@ class OpenAICompatibleLLM(Component):
                  stop: Sequence[str] = ()) -> str:
         """The endpoint's reply to ``messages``, cut at the first ``stop`` string. Raises
         ``LLMUnavailableError`` (no answer) or ``LLMResponseError`` (not a chat completion)."""
-        with self._exchange(messages, max_new_tokens, stop) as reply, utf8(self.url):
-            body = reply.text()
-        return cut_at_stop(completion_text(body, self.url), stop).strip()
+        with self._masked_errors():
+            with self._exchange(messages, max_new_tokens, stop) as reply, utf8(self.url):
+                body = reply.text()
+            text = "".join(without_thinking([completion_text(body, self.url)]))
+        return cut_at_stop(text, stop).strip()
 
     def stream(self, messages: Messages, max_new_tokens: int | None = None,
                stop: Sequence[str] = ()) -> Iterator[str]:
@@ -336,14 +382,14 @@ class OpenAICompatibleLLM(Component):
         check_messages(messages)
 
         def raw() -> Iterator[str]:
-            with self._exchange(messages, max_new_tokens, stop, stream=True) as reply, \
-                    utf8(self.url):
+            with self._masked_errors(), utf8(self.url), \
+                    self._exchange(messages, max_new_tokens, stop, stream=True) as reply:
                 if "text/event-stream" not in reply.headers.get("content-type", ""):
                     yield completion_text(reply.text(), self.url)
                     return
                 yield from event_text(reply.lines(), self.url)
 
-        return tidy_pieces(raw(), stop)
+        return tidy_pieces(without_thinking(raw()), stop)
 
 
 def default_llm_identity(profile: str | None = None) -> str:
@@ -351,7 +397,7 @@ def default_llm_identity(profile: str | None = None) -> str:
     and model when ``RAGBOOK_LLM_BASE_URL`` is set, else the local generator's name and
     weights digest (or "unavailable")."""
     if os.environ.get("RAGBOOK_LLM_BASE_URL") and os.environ.get("RAGBOOK_LLM_MODEL"):
-        return f"{os.environ['RAGBOOK_LLM_MODEL']} @ {os.environ['RAGBOOK_LLM_BASE_URL']}"
+        return f"{os.environ['RAGBOOK_LLM_MODEL']} @ {masked(os.environ['RAGBOOK_LLM_BASE_URL'])}"
     return models.identity("generator", profile)
 
 

@@ -216,7 +216,11 @@ def capped_chunks(chunks: Iterable[bytes], url: str, error: type[Exception],
 def decoded(chunks: Iterable[bytes], encoding: str, url: str,
             error: type[Exception]) -> Iterator[bytes]:
     """Raw body ``chunks`` decompressed (``Content-Encoding`` gzip or deflate) in pieces of
-    at most 64 KiB, so a small bomb is cut by ``capped_chunks`` before it fills memory."""
+    at most 64 KiB, so a small bomb is cut by ``capped_chunks`` before it fills memory. A gzip
+    body of several members (RFC 1952 allows it; a proxy that compresses each flush writes
+    one) is read whole, not to its first member's end; one that stops before its end marker,
+    or goes on with bytes that are not another member, is ``error``: a cut reply is not read
+    as a whole one."""
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         yield from chunks
@@ -224,15 +228,22 @@ def decoded(chunks: Iterable[bytes], encoding: str, url: str,
     if encoding not in ("gzip", "x-gzip", "deflate"):
         raise error(f"{url} answered with Content-Encoding {encoding!r}, which ragbook does "
                     "not read; configure the server to send gzip or no compression")
-    inflate = zlib.decompressobj(47)               # 32 + 15: a gzip or a zlib header
+    inflate, fed = zlib.decompressobj(47), False     # 32 + 15: a gzip or a zlib header
     try:
         for chunk in chunks:
             while chunk:
+                fed = True
                 yield inflate.decompress(chunk, 65536)
-                chunk = inflate.unconsumed_tail
+                if inflate.eof:                      # the member ended: another may follow
+                    chunk, inflate, fed = inflate.unused_data, zlib.decompressobj(47), False
+                else:
+                    chunk = inflate.unconsumed_tail
     except zlib.error as err:
         raise error(f"{url} sent a {encoding} body that does not decompress ({err}); "
                     "check the server") from err
+    if fed:
+        raise error(f"{url} sent a {encoding} body that stops before its end: the reply is "
+                    "cut; check the server (or a proxy in between), then ask again")
 
 
 _BREAK = re.compile(r"\r\n|\r|\n")

@@ -33,6 +33,11 @@ from .guards import (
 
 __all__ = ["ChatServer"]
 
+#: the most stop strings a request may carry, and the longest one: each is checked against
+#: the reply as it grows, and the local model compiles each against its whole vocabulary
+MAX_STOPS, MAX_STOP_CHARS = 16, 256
+
+
 class _BadRequest(ValueError):
     """A request the server refuses: ``status`` and the message sent back as JSON; ``close``
     when the body was left unread (the connection is then ended)."""
@@ -67,7 +72,11 @@ def _parse_request(body: bytes) -> tuple[list[dict], int | None, list[str], bool
     stop = [stop] if isinstance(stop, str) else ([] if stop is None else stop)
     if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
         raise _BadRequest(400, "'stop' must be a string, a list of strings or null, got "
-                               f"{req['stop']!r}")
+                               f"{preview(repr(req['stop']), 120)}")
+    if len(stop) > MAX_STOPS or any(len(x) > MAX_STOP_CHARS for x in stop):
+        raise _BadRequest(400, f"'stop' has {len(stop)} strings, the longest of "
+                               f"{max(map(len, stop))} characters; send at most {MAX_STOPS}, "
+                               f"each of at most {MAX_STOP_CHARS} characters")
     stream = req.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
         raise _BadRequest(400, f"'stream' must be true, false or null, got {stream!r}")
