@@ -58,6 +58,8 @@ class Folder:
         self._gap, self._gcol = "", 0          # white space before it, and the column after
 
     def write(self, piece: str) -> str:
+        """What of ``piece`` can be printed now: whole words, folded; the word still being
+        written is held back until its end is seen (the next space, line break or ``end``)."""
         out: list[str] = []
         if not self._started:
             self._started, self._col = True, cells(self._first)

@@ -72,12 +72,14 @@ class Quoted:
         self._first = True
 
     def write(self, piece: str) -> str:
+        """``piece`` escaped (``shown``) and quoted, as much of it as can be printed now."""
         if self._folder is not None:
             return self._folder.write(shown(piece))
         first, self._first = self._first, False
         return ("> " if first else "") + shown(piece).replace("\n", "\n> ")
 
     def end(self) -> str:
+        """The rest of the block: the word a folded block held back (the text ends here)."""
         return self._folder.end() if self._folder is not None else ""
 
 
