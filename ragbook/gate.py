@@ -86,7 +86,8 @@ class GateResult:
     """The gate's verdict. ``delta``: (mean, low, high) of now − then over the paired
     questions; ``failed``: the whole interval lies below −``margin``; ``regressions``:
     ``(question id, then, now)`` for every question that got worse, worst first;
-    ``dropped``/``added``: question ids only the baseline / only this run has (not paired)."""
+    ``dropped``/``added``: question ids only the baseline / only this run has (not paired);
+    ``changed``: how many paired questions changed at all (fewer than 6 cannot fail it)."""
 
     metric: str
     delta: tuple[float, float, float]
@@ -96,6 +97,7 @@ class GateResult:
     regressions: tuple[tuple[str, float, float], ...]
     dropped: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
+    changed: int | None = None
 
     def summary(self, show: int = 10) -> str:
         """The verdict in one line, then the questions that got worse (at most ``show``)."""
@@ -107,6 +109,9 @@ class GateResult:
                    f"{self.paired} questions; fails only when the whole interval is below "
                    f"−{self.margin:g}")
         lines = [verdict]
+        if not self.failed and hi < -self.margin:
+            lines.append(f"(only {self.changed} questions changed: too few to tell a loss "
+                         f"from chance, whatever the interval; label more questions)")
         if self.dropped or self.added:
             lines.append(f"({len(self.dropped)} baseline questions missing now, "
                          f"{len(self.added)} new questions: compared on the "
@@ -126,7 +131,9 @@ def gate(then: Mapping[str, float], now: Mapping[str, float], margin: float = 0.
     """Compare per-question values ``now`` with ``then`` (a baseline) on the questions both
     have: a paired bootstrap interval (``n`` resamples, level 1 − ``alpha``) of the mean
     difference; ``failed`` when its upper end is below −``margin``. ``ValueError`` when
-    no question is in both or ``margin`` is negative."""
+    no question is in both or ``margin`` is negative. A handful of questions cannot fail
+    it: at least as many must have changed as a sign test needs to reject at ``alpha``/2 (6
+    at 0.05), since their interval has no width."""
     if not margin >= 0:
         raise ValueError(f"margin must be >= 0 (the loss you tolerate, in {metric}), got "
                          f"{margin!r}")
@@ -138,6 +145,11 @@ def gate(then: Mapping[str, float], now: Mapping[str, float], margin: float = 0.
     delta = paired_bootstrap(a, b, n=n, alpha=alpha, seed=seed)
     worse = sorted(((q, a[q], b[q]) for q in common if b[q] < a[q]),
                    key=lambda r: (r[2] - r[1], r[0]))
-    return GateResult(metric, delta, float(margin), bool(delta[2] < -margin), len(common),
-                      tuple(worse), tuple(sorted(set(then) - set(now))),
-                      tuple(sorted(set(now) - set(then))))
+    changed = sum(b[q] != a[q] for q in common)
+    # the bootstrap interval of a handful of questions has no width (one question that lost
+    # gives [-1, -1]): fail only when even a sign test could tell the change from chance —
+    # all of `changed` questions worse has probability 0.5**changed — i.e. 6 at alpha 0.05
+    telling = 0.5 ** changed <= alpha / 2
+    return GateResult(metric, delta, float(margin), bool(delta[2] < -margin) and telling,
+                      len(common), tuple(worse), tuple(sorted(set(then) - set(now))),
+                      tuple(sorted(set(now) - set(then))), changed)

@@ -145,3 +145,16 @@ def test_question_ids_from_a_file_cannot_forge_a_line_of_the_verdict():
     text = gate(then, now).summary()
     assert all(c.isprintable() or c == "\n" for c in text), text
     assert not any(line.startswith("PASS") for line in text.splitlines()), text
+
+
+def test_a_handful_of_questions_cannot_fail_the_gate():
+    """One question that lost has a bootstrap interval of no width ([−1, −1]) and failed the
+    gate as if the labels had shown a loss beyond chance; now fewer changed questions than a
+    sign test needs at alpha/2 (6 at 0.05) never fail it, and the verdict says why."""
+    one = gate({"q": 1.0}, {"q": 0.0})
+    assert not one.failed and one.changed == 1
+    assert "only 1 questions changed" in one.summary()
+    five = gate({f"q{i}": 1.0 for i in range(5)}, {f"q{i}": 0.0 for i in range(5)})
+    assert not five.failed
+    six = gate({f"q{i}": 1.0 for i in range(6)}, {f"q{i}": 0.0 for i in range(6)})
+    assert six.failed and six.changed == 6
