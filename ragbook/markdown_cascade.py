@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from .css_cascade import Cascade
+
 __all__ = ["hidden_openings"]
 
 
@@ -26,7 +28,6 @@ def hidden_openings(text: str, unshown: list[tuple[int, int]]) -> set[int] | Non
         import bs4
     except ImportError:
         return None
-    from .css_cascade import Cascade
 
     chars = list(text)
     for start, end in unshown:

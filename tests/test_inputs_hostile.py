@@ -99,7 +99,7 @@ def test_relevance_given_as_a_string_is_named():
     from ragbook.evaluate import evaluate
 
     with pytest.raises(ValueError, match=r"qrels\['q1'\]\['d'\] is '1': relevance must be a "
-                                         r"number.*int\('1'\)"):
+                                         r"finite number.*int\('1'\)"):
         evaluate({"q1": {"d": "1"}}, {"q1": {"d": 1.0}}, "recall@5")
     with pytest.raises(ValueError, match=r"scores document 'd' 'high'; every score must be"):
         evaluate({"q1": {"d": 1}}, {"q1": {"d": "high"}}, "recall@5")
