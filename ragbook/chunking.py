@@ -134,7 +134,7 @@ def _token_spans(text: str, a: int, b: int) -> tuple[list[int], list[int]]:
 
 # a whitespace run before a markdown heading, tried once per run (the look-behind fails
 # mid-run, the possessive run never backtracks): linear however long the run
-_HEADING = re.compile(r"(?<!\s)\s++(?=#)")
+_HEADING = re.compile(r"(?<!\s)\s+(?=#)")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")         # a blank line; in a _HEADING run: the cut
 _SENTENCE = re.compile(r"(?<=[.!?:;])(?<!\d[.])\s+|\n\s*")  # "4. Click" is a list item, not an end
 _WORD = re.compile(r"\s+")

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 from tqdm.auto import tqdm
 
-from .ask_output import join_soft_breaks
 from .evaluate import compare_runs, format_table, run_from_hits
 from .explain import explain_result
 from .fusion import HybridRetriever
@@ -38,7 +37,7 @@ from .tuning import tune
 
 __all__ = ["EVAL_DEPTH", "EVAL_METRICS", "GATE_FAILED", "load_index", "eval_runs",
            "eval_command", "tune_command", "calibrate_command", "quiet_libraries",
-           "join_soft_breaks", "explain_lines"]
+           "explain_lines"]
 
 EVAL_DEPTH = 50  # chunks fetched per question before judging documents (as in chapter 4)
 EVAL_METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")

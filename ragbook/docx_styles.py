@@ -139,10 +139,6 @@ class StyleSheet:
             self.cache[key] = found
         return self.cache[key]
 
-    def style_hides(self, style_id: str | None) -> bool | None:
-        """Whether the style ``style_id`` (or one it is based on) hides its text."""
-        return self.style_says(style_id, _vanish)
-
     def context(self, p) -> tuple:
         """What a paragraph ``p`` gives its runs: ``(its style, its table's style, the
         backdrop behind it)``, worked out once per paragraph."""

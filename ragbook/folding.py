@@ -67,9 +67,7 @@ class Folder:
             out.append(self._first)
         for c in piece:
             if c == "\n":
-                out += [self._flush(), "\n", self.lead]
-                self._col = self._gcol = self._lead
-                self._gap = ""
+                out += [self._flush(), self._new_row()]
             elif c in " \t":
                 out.append(self._flush())
                 self._gap += c

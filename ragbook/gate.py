@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .evaluate import paired_bootstrap, per_query
+from .evaluate import paired_bootstrap, paired_randomization_test, per_query
 from .terminal import one_line
 
 __all__ = ["GATE_METRIC", "per_question", "save_baseline", "load_baseline", "gate",
@@ -87,7 +87,7 @@ class GateResult:
     questions; ``failed``: the whole interval lies below −``margin``; ``regressions``:
     ``(question id, then, now)`` for every question that got worse, worst first;
     ``dropped``/``added``: question ids only the baseline / only this run has (not paired);
-    ``changed``: how many paired questions changed at all (fewer than 6 cannot fail it)."""
+    ``changed``: how many paired questions changed at all."""
 
     metric: str
     delta: tuple[float, float, float]
@@ -97,7 +97,7 @@ class GateResult:
     regressions: tuple[tuple[str, float, float], ...]
     dropped: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
-    changed: int | None = None
+    changed: int = 0
 
     def summary(self, show: int = 10) -> str:
         """The verdict in one line, then the questions that got worse (at most ``show``)."""
@@ -132,8 +132,8 @@ def gate(then: Mapping[str, float], now: Mapping[str, float], margin: float = 0.
     have: a paired bootstrap interval (``n`` resamples, level 1 − ``alpha``) of the mean
     difference; ``failed`` when its upper end is below −``margin``. ``ValueError`` when
     no question is in both or ``margin`` is negative. A handful of questions cannot fail
-    it: at least as many must have changed as a sign test needs to reject at ``alpha``/2 (6
-    at 0.05), since their interval has no width."""
+    it: their interval has no width, so the paired randomization test must also reject at
+    ``alpha`` (it cannot with fewer than 6 changed questions)."""
     if not margin >= 0:
         raise ValueError(f"margin must be >= 0 (the loss you tolerate, in {metric}), got "
                          f"{margin!r}")
@@ -147,9 +147,10 @@ def gate(then: Mapping[str, float], now: Mapping[str, float], margin: float = 0.
                    key=lambda r: (r[2] - r[1], r[0]))
     changed = sum(b[q] != a[q] for q in common)
     # the bootstrap interval of a handful of questions has no width (one question that lost
-    # gives [-1, -1]): fail only when even a sign test could tell the change from chance —
-    # all of `changed` questions worse has probability 0.5**changed — i.e. 6 at alpha 0.05
-    telling = 0.5 ** changed <= alpha / 2
-    return GateResult(metric, delta, float(margin), bool(delta[2] < -margin) and telling,
+    # gives [-1, -1]); the randomization test cannot reach alpha then (2 / 2**changed at
+    # best), so the gate fails only when both say so
+    below = bool(delta[2] < -margin)
+    failed = below and paired_randomization_test(a, b, seed=seed) <= alpha
+    return GateResult(metric, delta, float(margin), failed,
                       len(common), tuple(worse), tuple(sorted(set(then) - set(now))),
                       tuple(sorted(set(now) - set(then))), changed)

@@ -3,13 +3,14 @@ an element (``ragbook.convert``). Text a browser never shows is where planted in
 hide, so it is not indexed: inline styles (``style_hides``), the "visually hidden" classes
 of CSS frameworks (``HIDING_CLASSES``), and — for Markdown's raw HTML, which has no tree
 (``markdown_text``) — the page's own style-sheet rules for classes, ids and tags combined
-with them (``sheet_hides``). An HTML page's sheets are read in full, selectors and cascade,
-by ``css_cascade`` with ``box_hides`` and ``text_hides``."""
+with them (``hiding_selectors``, ``hidden_by``; where BeautifulSoup is missing). An HTML
+page's sheets are read in full, selectors and cascade, by ``css_cascade`` with
+``box_hides``."""
 from __future__ import annotations
 
 import re
 
-__all__ = ["css", "declarations", "style_hides", "text_hides", "box_hides", "sheet_hides",
+__all__ = ["css", "declarations", "style_hides", "text_hides", "box_hides",
            "hidden_by", "hiding_selectors", "selected", "HIDING_CLASSES", "CSS_COMMENT",
            "transparent", "evaluate_calc"]
 
@@ -214,16 +215,9 @@ def selected(selectors: set[Selector], tag: str, classes: set[str], ident: str) 
                for name, wanted, want_id in selectors)
 
 
-def sheet_hides(soup) -> tuple[set[str], set[str], set[Selector]]:
-    """What the page's ``<style>`` sheets hide (``hiding_selectors`` of all of them):
-    ``.zz{display:none}`` hides ``class="zz"`` as surely as an inline style; test an element
-    with ``hidden_by``."""
-    return hiding_selectors(" ".join(style.get_text() for style in soup.find_all("style")))
-
-
 def hidden_by(sheet: tuple[set[str], set[str], set[Selector]], tag: str, classes: set[str],
               ident: str) -> bool:
-    """Whether ``sheet`` (``sheet_hides``) hides an element named ``tag`` with the
+    """Whether ``sheet`` (``hiding_selectors``) hides an element named ``tag`` with the
     ``classes`` and id ``ident`` (lowercase), or a "visually hidden" class does."""
     return bool((HIDING_CLASSES | sheet[0]) & classes) or ident in sheet[1] \
         or selected(sheet[2], tag, classes, ident)

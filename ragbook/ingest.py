@@ -42,6 +42,7 @@ from .folder_files import document_files
 from .fusion import HybridRetriever
 from .markdown_text import visible
 from .persist import read_manifest, recover
+from .text import decode_text
 from .types import Document
 
 __all__ = ["read_documents", "SUFFIXES", "content_hash", "sync_index", "IndexSync"]
@@ -172,34 +173,12 @@ def _skipped(skipped: list[str], total: int, root: Path) -> None:
                   stacklevel=4)
 
 
-_UTF16_32 = {b"\xff\xfe\x00\x00": "utf-32le", b"\x00\x00\xfe\xff": "utf-32be",
-             b"\xff\xfe": "utf-16le", b"\xfe\xff": "utf-16be"}
-
-
-def _decode(raw: bytes, where: str) -> str:
-    for bom, encoding in _UTF16_32.items():
-        if raw.startswith(bom):
-            raise ValueError(f"{where} is {encoding.upper()} text (it starts with that byte-order "
-                             f"mark), not UTF-8; convert it: iconv -f {encoding} -t utf-8")
-    try:
-        text = raw.decode("utf-8-sig")  # tolerate a byte-order mark, as editors write one
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{where} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
-                         f"{err.start}); convert it, e.g. iconv -f latin1 -t utf-8, or remove "
-                         f"it") from None
-    if "\x00" in text:
-        raise ValueError(f"{where} holds NUL bytes (at offset {text.index(chr(0))}): binary "
-                         f"data, or UTF-16 without a byte-order mark; convert text with e.g. "
-                         f"iconv -f utf-16le -t utf-8, or remove the file")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _read_file(path: Path, doc_id: str, max_bytes: int, max_chars: int) -> Document:
     where = repr(str(path))     # a file name may hold escape sequences: shown, never obeyed
     if (size := path.stat().st_size) > max_bytes:  # refused unread, as convert() does
         raise ValueError(f"{where} is {size:,} bytes, over the limit max_bytes={max_bytes:,}; "
                          f"split the file, or pass a larger max_bytes")
-    meta, body = split_front_matter(_decode(path.read_bytes(), where), where)
+    meta, body = split_front_matter(decode_text(path.read_bytes(), where), where)
     owned = sorted(OWNED_KEYS & meta.keys())
     if owned:  # a page map read from text would crash pages_of, or point at the wrong pages
         warnings.warn(f"{where}: front matter sets {', '.join(map(repr, owned))}, which only "
@@ -246,7 +225,7 @@ def _read_jsonl(path: Path) -> list[Document]:
     docs, line_of = [], {}
     for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
         where = f"{str(path)!r} line {n}"
-        text = _decode(line, where)
+        text = decode_text(line, where)
         if not text.strip():
             continue
         try:
@@ -278,8 +257,8 @@ def _read_jsonl(path: Path) -> list[Document]:
             meta = check_metadata(row.get("metadata", {}), row["id"])
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: field 'metadata' is invalid: {err}") from None
-        docs.append(Document(id=row["id"], text=row["text"], title=row.get("title", ""),
-                             metadata=meta))
+        docs.append(valid_unicode(Document(id=row["id"], text=row["text"],
+                                           title=row.get("title", ""), metadata=meta), path))
     if not docs:
         raise ValueError(f"{str(path)!r} holds no JSON lines; write one object per line like "
                          f'{{"id": "a", "text": "..."}}')

@@ -15,10 +15,11 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "unknown_gold", "unknown_gold_text", "refuse_overwrite",
+from .ingest import SUFFIXES
+
+__all__ = ["unknown_gold", "unknown_gold_text", "refuse_overwrite",
            "label_fingerprints", "changed_labels"]
 
-SUFFIXES = (".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx")  # ragbook index
 
 
 def _plain(doc_id: str) -> str:

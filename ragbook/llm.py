@@ -397,7 +397,7 @@ def default_llm_identity(profile: str | None = None) -> str:
     and model when ``RAGBOOK_LLM_BASE_URL`` is set, else the local generator's name and
     weights digest (or "unavailable")."""
     if os.environ.get("RAGBOOK_LLM_BASE_URL") and os.environ.get("RAGBOOK_LLM_MODEL"):
-        return f"{os.environ['RAGBOOK_LLM_MODEL']} @ {masked(os.environ['RAGBOOK_LLM_BASE_URL'])}"
+        return OpenAICompatibleLLM().name
     return models.identity("generator", profile)
 
 

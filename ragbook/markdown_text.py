@@ -51,6 +51,8 @@ _IN_PARAGRAPH = {"span", "abbr", "cite", "data", "dfn", "kbd", "label", "mark", 
                  "ruby", "ins", "del", "p"}
 
 
+_INLINE_STYLE = re.compile(r"\bstyle\s*=", re.I)   # an attribute, however spaced
+
 def visible(text: str) -> str:
     """``text`` (Markdown) without what its rendered page never shows, code kept: HTML
     comments and what browsers read as comments, to the first ``>`` (``<?...?>``,
@@ -63,7 +65,7 @@ def visible(text: str) -> str:
     if "<" not in text and "]:" not in text:
         return text
     sheets, unshown = _style_sheets(text)
-    judged = hidden_openings(text, unshown) if sheets or "style=" in text.lower() else set()
+    judged = hidden_openings(text, unshown) if sheets or _INLINE_STYLE.search(text) else set()
     sheet = hiding_selectors(" ".join(sheets) if judged is None else "")
     out, at, definitions_end = [], 0, -1
     while (m := _TOKEN.search(text, at)) is not None:
@@ -89,7 +91,8 @@ def _style_sheets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     the ``(start, end)`` of what is code, a comment or an escape (``markdown_cascade``
     parses the page's HTML without them); both empty for a page with no style at all."""
     lowered = text.lower()
-    sheets, unshown, at = [], [], 0 if "<style" in lowered or "style=" in lowered else len(text)
+    sheets, unshown, at = [], [], (0 if "<style" in lowered or _INLINE_STYLE.search(lowered)
+                                   else len(text))
     while (m := _TOKEN.search(text, at)) is not None:
         at = m.end()
         if (m["name"] or "").lower() == "style":
@@ -113,7 +116,9 @@ def _block_start(text: str, at: int) -> bool:
 
 def _hides(attrs: str, name: str, sheet) -> bool:
     """Do an opening tag's attributes hide its element, as the HTML converter reads them
-    (``sheet``: what the page's style sheets hide, ``hiding_selectors``)?"""
+    (``sheet``: what the page's style sheets hide, ``hiding_selectors``)? Markdown keeps or
+    drops whole elements, so an inline style that hides the element's own text drops it
+    all, even a child that shows itself again: dropping shown text, never showing hidden."""
     found = {key.lower(): html.unescape(value.strip("\"'")) for key, value
              in _ATTR.findall(attrs.rstrip("/"))}
     classes = set(found.get("class", "").lower().split())

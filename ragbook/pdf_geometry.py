@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import heapq
 
-__all__ = ["unseen", "form_place"]
+__all__ = ["unseen", "form_place", "FILLS", "SHOW"]
 
 _EM = 1.5                    # the widest a glyph is taken to be, in em per byte
 _COVERS = 64                 # the largest fills drawn after text that are tested against it
 _PATH = (b"m", b"l", b"c", b"v", b"y", b"re")
 _ENDS = (b"n", b"f", b"F", b"f*", b"S", b"s", b"B", b"B*", b"b", b"b*")
-_FILLS = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*")
-_SHOW = (b"Tj", b"TJ", b"'", b'"')
+FILLS = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*")
+SHOW = (b"Tj", b"TJ", b"'", b'"')
 Box = tuple[float, float, float, float]          # x0, y0, x1, y1 in default user space
 
 
@@ -134,7 +134,7 @@ def unseen(operations, page_box: Box, ctm=(1, 0, 0, 1, 0, 0), clip: Box | None =
                             b"Tw": "word"}[op], args[0] / 100 if op == b"Tz" else args[0])
         if op == b'"' and len(operands) == 3:
             state.word, state.char = float(operands[0]), float(operands[1])
-        if op in _SHOW and operands:
+        if op in SHOW and operands:
             box = _text_box(operands[-1], state, tm, ahead)
             seen = _meet(box, state.clip)
             if _empty(seen):
@@ -161,7 +161,7 @@ def _end_path(path: list, op: bytes, state: _State, i: int, fills: list) -> None
     if any(kind == b"W" for kind, _, _ in path):
         state.clip = _meet(state.clip, box)
     plain = len(path) - sum(kind == b"W" for kind, _, _ in path) == 1 and path[0][0] == b"re"
-    if op in _FILLS and plain and state.opaque and path[0][2][1] == path[0][2][2] == 0:
+    if op in FILLS and plain and state.opaque and path[0][2][1] == path[0][2][2] == 0:
         covered = _meet(box, state.clip)
         if not _empty(covered):
             fills.append((i, covered))

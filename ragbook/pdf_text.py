@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from .conversion import ConversionError, join_blocks, library, unreadable
-from .pdf_geometry import form_place, unseen
+from .pdf_geometry import FILLS, SHOW, form_place, unseen
 from .types import Document
 
 __all__ = ["visible_text", "read_pdf"]
@@ -32,8 +32,6 @@ _INVISIBLE = re.compile(rb"(?<![\w.])\+?0*[37](?:\.0*)?\s+Tr\b"
                         rb"|(?<![\w.])[+-]?(?:0+\.?0*|\.0+)\s+T[fz]\b"
                         rb"|(?<![\w.])(?:1(?:\.0*)?\s+|0?\.9[89]\d*\s+){1,3}(?:g|rg|sc|scn)\b"
                         rb"|(?<![\w.])(?:0(?:\.0*)?\s+){4}k\b")       # a white fill
-_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*")     # operators that fill a path
-_SHOW = (b"Tj", b"TJ", b"'", b'"')
 _FORMS = 64                     # form XObjects read per page, nested ones included
 _START = (0, 1.0, 100.0, False)  # the state a page starts in: render mode, font size,
 #                                 horizontal scale, and whether the fill colour is white
@@ -181,7 +179,7 @@ def _walk(owner, operations, state: tuple, calls: dict, away: set[int]) -> tuple
                 states[-1] = (*state[:2], float(operands[0]), state[3])
             elif (white := _white(op, operands)) is not None:
                 states[-1] = (*state[:3], white and not backdrop)
-            elif op in _PAINT and not state[3]:
+            elif op in FILLS and not state[3]:
                 backdrop = True         # a coloured fill: white text may sit on it
                 states = [(*s[:3], False) for s in states]
         except (TypeError, ValueError):
@@ -197,7 +195,7 @@ def _walk(owner, operations, state: tuple, calls: dict, away: set[int]) -> tuple
             images |= drawn is not None and drawn.get("/Subtype") == "/Image"
             if drawn is not None and drawn.get("/Subtype") == "/Form":
                 calls.setdefault(id(drawn), []).append(states[-1])
-        if not (op in _SHOW and (_hides(states[-1]) or index in away)):
+        if not (op in SHOW and (_hides(states[-1]) or index in away)):
             kept.append((operands, op))
     return kept, images
 

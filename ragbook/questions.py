@@ -11,6 +11,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+from .text import decode_text
+
 __all__ = ["read_questions", "labelled", "question_key", "repeated_questions"]
 
 
@@ -57,16 +59,7 @@ def _lines(path: Path) -> list[str]:
     """The file's lines as JSONL defines them: split at "\\n" only (a CR before it dropped),
     never at the Unicode line breaks (U+0085, U+2028, ...) JSON allows raw inside a string;
     a leading UTF-8 byte-order mark (Notepad, Excel) is skipped."""
-    raw = path.read_bytes()
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ValueError(f"{str(path)!r} is UTF-16 text (it starts with a UTF-16 byte-order "
-                         f"mark); save it as UTF-8, e.g. iconv -f utf-16 -t utf-8")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not UTF-8 text (byte offset {err.start}); convert "
-                         f"it, e.g. iconv -f latin1 -t utf-8") from None
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    return decode_text(path.read_bytes(), repr(str(path))).split("\n")
 
 
 def _array_hint(line: str) -> str:

@@ -117,7 +117,7 @@ def passage_line(n: int, p: dict, width: int | None = WIDTH) -> str:
     head = f"  [{n}] {one_line(p['doc_id'])}  chars {p['start']}-{p['end']}  "
     snippet = " ".join(shown(p.get("text", "")).split())
     if width is None:
-        snippet = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:69] + "..."
+        snippet = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:SNIPPET_CHARS - 3] + "..."
     else:
         snippet = _clip(snippet, max(SNIPPET, width - cells(head) - 2))
     return tool_line(f"{head}\"{snippet}\"", width)

@@ -33,7 +33,8 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-__all__ = ["sentence_spans", "sentences", "soft_breaks", "STOPWORDS", "DRAWN_BLANK"]
+__all__ = ["sentence_spans", "sentences", "soft_breaks", "STOPWORDS", "DRAWN_BLANK",
+           "decode_text"]
 
 #: Characters Unicode files outside the format category (Cf) that are printable yet drawn as
 #: nothing: the combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian
@@ -123,3 +124,29 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def sentences(text: str) -> list[str]:
     """The sentences of ``text`` as strings (``sentence_spans``, sliced)."""
     return [text[a:z] for a, z in sentence_spans(text)]
+
+
+# byte-order marks of the wide encodings: UTF-32's first, as its LE mark starts like UTF-16's
+_WIDE_BOMS = {b"\xff\xfe\x00\x00": "utf-32le", b"\x00\x00\xfe\xff": "utf-32be",
+              b"\xff\xfe": "utf-16le", b"\xfe\xff": "utf-16be"}
+
+
+def decode_text(raw: bytes, where: str) -> str:
+    """``raw`` as UTF-8 text with its line ends as ``\\n`` (a byte-order mark skipped, as
+    editors write one), or a ``ValueError`` naming ``where`` and the fix: UTF-16/32 (by its
+    byte-order mark, or NUL bytes without one), bytes that are not UTF-8."""
+    for bom, encoding in _WIDE_BOMS.items():
+        if raw.startswith(bom):
+            raise ValueError(f"{where} is {encoding.upper()} text (it starts with that byte-order "
+                             f"mark), not UTF-8; convert it: iconv -f {encoding} -t utf-8")
+    try:
+        text = raw.decode("utf-8-sig")  # tolerate a byte-order mark, as editors write one
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                         f"{err.start}); convert it, e.g. iconv -f latin1 -t utf-8, or remove "
+                         f"it") from None
+    if "\x00" in text:
+        raise ValueError(f"{where} holds NUL bytes (at offset {text.index(chr(0))}): binary "
+                         f"data, or UTF-16 without a byte-order mark; convert text with e.g. "
+                         f"iconv -f utf-16le -t utf-8, or remove the file")
+    return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -267,10 +267,10 @@ def _ci(t) -> str:
 
 def make_folds(ids: Sequence[str], k: int, seed: int,
                groups: Mapping[str, str] | None = None) -> list[list[str]]:
-    """``ids`` shuffled with ``seed`` and dealt into ``k`` folds (sizes differ by at most 1),
-    each fold sorted. ``groups`` (id -> key): ids sharing a key are dealt as one, into the
-    fold of the first of them, so a question asked twice is never tuned on and then "held
-    out"; ids without a shared key are dealt exactly as without ``groups``."""
+    """``ids`` shuffled with ``seed`` and dealt into ``k`` folds, each fold sorted.
+    ``groups`` (id -> key): ids sharing a key are dealt as one, into the fold of the first
+    of them, so a question asked twice is never tuned on and then "held out" (fold sizes
+    then differ by more than 1); without a shared key, sizes differ by at most 1."""
     ids = sorted(ids)
     random.Random(seed).shuffle(ids)
     folds: list[list[str]] = [[] for _ in range(k)]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ragbook.ask_output import join_soft_breaks
 from ragbook.cli import main
-from ragbook.commands import join_soft_breaks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_convert import pdf_bytes  # noqa: E402

@@ -149,8 +149,9 @@ def test_question_ids_from_a_file_cannot_forge_a_line_of_the_verdict():
 
 def test_a_handful_of_questions_cannot_fail_the_gate():
     """One question that lost has a bootstrap interval of no width ([−1, −1]) and failed the
-    gate as if the labels had shown a loss beyond chance; now fewer changed questions than a
-    sign test needs at alpha/2 (6 at 0.05) never fail it, and the verdict says why."""
+    gate as if the labels had shown a loss beyond chance; now the paired randomization test
+    must also reject, which it never can with fewer than 6 changed questions, and the
+    verdict says why."""
     one = gate({"q": 1.0}, {"q": 0.0})
     assert not one.failed and one.changed == 1
     assert "only 1 questions changed" in one.summary()

@@ -42,8 +42,8 @@ PAGE_SHOWS = [
     "<style>.x{display:none} .x{display:block}</style><main><p class=x>SHOWN</p></main>",
     "<style>#i{display:block} .x{display:none}</style><main><p id=i class=x>SHOWN</p></main>",
     "<style>.x{display:none}</style><main><p class=x style='display:block'>SHOWN</p></main>",
-    "<style>@media print{p{display:none}}</style><main><p>SHOWN</p></main>",
-    "<style>@media (max-width:600px){p{display:none}}</style><main><p>SHOWN</p></main>",
+    "<style>@media print{.s{display:none}}</style><main><p class=s>SHOWN</p></main>",
+    "<style>@media (max-width:600px){.s{display:none}}</style><main><p class=s>SHOWN</p></main>",
     "<style>.row{font-size:0} .row span{font-size:14px}</style><main><div class=row>"
     "<span>SHOWN</span></div></main>",
     "<main><div style='visibility:hidden'><p style='visibility:visible'>SHOWN</p></div></main>",

@@ -47,7 +47,7 @@ def test_jsonl_is_split_at_newlines_only_and_a_byte_order_mark_is_skipped(tmp_pa
     assert read_questions(path) == [("q1", "refunds\u2028after 30 days?", ("a",)),
                                      ("q2", "cancel\u0085now", ("b",))]
     path.write_bytes(text.encode("utf-16"))
-    with pytest.raises(ValueError, match="is UTF-16 text .* iconv -f utf-16 -t utf-8"):
+    with pytest.raises(ValueError, match="is UTF-16LE text .* iconv -f utf-16le -t utf-8"):
         read_questions(path)
 
 

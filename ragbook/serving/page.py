@@ -9,6 +9,8 @@ detail shown inline has its invisible and reordering characters escaped, as the 
 line shows them (``shown``)."""
 from __future__ import annotations
 
+from ..text import DRAWN_BLANK
+
 __all__ = ["PAGE", "SCRIPT"]
 
 SCRIPT = r"""
@@ -22,8 +24,7 @@ let last = null;
 // line and paragraph separators, blank fillers) written as visible \u escapes — so an id
 // cannot pass for another, nor reorder the words after it — and set inside a <bdi>.
 const HIDDEN = [/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}]/gu,    // as terminal.shown
-                /[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0]/gu,
-                /[\u{e0100}-\u{e01ef}]/gu];                          // text.DRAWN_BLANK
+                /@DRAWN_BLANK@/gu];                                  // text.DRAWN_BLANK
 function escaped(c) {
   const n = c.codePointAt(0);
   return "\\u" + (n > 0xffff ? "{" + n.toString(16) + "}" : n.toString(16).padStart(4, "0"));
@@ -190,6 +191,10 @@ async function explain() {
 form.addEventListener("submit", ask);
 document.getElementById("explain").addEventListener("click", explain);
 """
+
+# the script's copy of text.DRAWN_BLANK, written from it (escaped for a JavaScript /u regex)
+SCRIPT = SCRIPT.replace("@DRAWN_BLANK@", "".join(
+    c if c.isascii() else f"\\u{{{ord(c):x}}}" for c in DRAWN_BLANK.pattern))
 
 PAGE = """<!doctype html>
 <html lang="en">

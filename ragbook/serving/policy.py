@@ -149,16 +149,17 @@ class Policy:
                                    "site may not ask this server. Use the server's own page, "
                                    "a script (no Origin header), or start it with "
                                    "allowed_origins=('https://app.example',)", "permission_error")
+        named = dict(headers)
+        if "transfer-encoding" in named and "content-length" in named:   # any method
+            raise Refused(400, "the request sends both Content-Length and Transfer-Encoding, "
+                               "which a proxy and this server could read as different "
+                               "bodies; send one of them")
         if scope.get("method") == "POST":
-            ctype = dict(headers).get("content-type", "").split(";")[0].strip().lower()
+            ctype = named.get("content-type", "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 raise Refused(415, "Content-Type must be application/json; send the request "
                                    "as JSON, e.g. {\"question\": \"...\"}")
-            if "transfer-encoding" in dict(headers) and "content-length" in dict(headers):
-                raise Refused(400, "the request sends both Content-Length and "
-                                   "Transfer-Encoding, which a proxy and this server could "
-                                   "read as different bodies; send one of them")
-            length = dict(headers).get("content-length")
+            length = named.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
                 raise Refused(413, f"the body is over max_body_bytes={self.max_body_bytes} "
                                    "(or its Content-Length is not a number); send a shorter "

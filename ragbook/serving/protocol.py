@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .guards import LINGER_S
@@ -38,11 +37,10 @@ def head_deadline(seconds: float, max_open: int | None = None) -> type[H11Protoc
                     "connections open (max_connections + max_waiting); retry shortly, or "
                     "start it with a larger max_waiting", "server_error", b"Retry-After: 1\r\n")
 
-    malformed = json.dumps({"error": {"message": (
-        "the request is not well-formed HTTP/1.1 (a malformed request line or header, a "
-        "Content-Length sent twice or not a number, a bad chunk, or a head over the size "
-        "limit); send one request with one Content-Length, or chunked"),
-        "type": "invalid_request_error"}}).encode()
+    malformed = _refusal("400 Bad Request", "the request is not well-formed HTTP/1.1 (a "
+                         "malformed request line or header, a Content-Length sent twice or "
+                         "not a number, a bad chunk, or a head over the size limit); send one "
+                         "request with one Content-Length, or chunked", "invalid_request_error")
 
     class HeadDeadline(H11Protocol):
         refused = False
@@ -50,11 +48,7 @@ def head_deadline(seconds: float, max_open: int | None = None) -> type[H11Protoc
         def send_400_response(self, msg: str) -> None:
             """The parser's refusal in the API's JSON error shape (``msg`` is uvicorn's
             plain-text one), and the connection closed."""
-            head = h11.Response(status_code=400, reason=b"Bad Request", headers=[
-                (b"content-type", b"application/json"), (b"connection", b"close"),
-                (b"content-length", str(len(malformed)).encode())])
-            for event in (head, h11.Data(data=malformed), h11.EndOfMessage()):
-                self.transport.write(self.conn.send(event))
+            self.transport.write(malformed)
             self.transport.close()
 
         def connection_made(self, transport):
